@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Run the benchmarks of src/test/perf under several allocators.
+
+Each benchmark program uses plain malloc/free and is run under every
+allocator by LD_PRELOAD (glibc is the program without a preload).  Runs are
+interleaved round-robin, so drift of a shared machine hits every allocator
+alike, and the tables report medians of K runs: throughput from the
+program's RESULT line, peak RSS from the child's rusage.
+
+Modes:
+  compare   ours (and ours-profile when built) vs glibc, jemalloc, mimalloc,
+            tcmalloc: median ops/sec and peak RSS, each with its ratio to
+            the best allocator of the workload.
+  overhead  the price of sampling heap profiling, each profiler against the
+            same allocator without it: ours-profile vs ours, jemalloc with
+            MALLOC_CONF=prof:true vs plain, gperftools' full tcmalloc with
+            TCMALLOC_SAMPLE_PARAMETER=524288 vs without.  All three sample
+            a mean of once per 512 KiB allocated.
+
+Example:
+  scripts/bench.py --build /work/main/build --runs 5 --mode both
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu"
+WORKLOADS = ["churn", "producer-consumer", "larson", "large-churn", "realloc-growth"]
+MULTI_THREADED = {"producer-consumer", "larson"}
+SAMPLE_BYTES = "524288"
+RESULT_LINE = re.compile(r"^RESULT (.*)$", re.MULTILINE)
+
+
+@dataclasses.dataclass
+class Allocator:
+    name: str
+    preload: str  # empty: no preload (glibc)
+    env: dict
+    missing: str = ""  # why it cannot run, if it cannot
+
+
+@dataclasses.dataclass
+class Run:
+    ok: bool
+    ops_per_sec: float = 0.0
+    peak_rss_kib: int = 0
+    error: str = ""
+
+
+def library(path, name, env=None):
+    missing = "" if os.path.exists(path) else f"{path} not found"
+    return Allocator(name, path, env or {}, missing)
+
+
+def jemalloc_profiling(path):
+    """jemalloc with prof:true, or why Debian's build cannot do it."""
+    allocator = library(path, "jemalloc+prof", {"MALLOC_CONF": "prof:true"})
+    if allocator.missing:
+        return allocator
+    probe = subprocess.run(
+        ["/bin/true"],
+        env={**os.environ, "LD_PRELOAD": path, "MALLOC_CONF": "prof:true"},
+        capture_output=True,
+        text=True,
+    )
+    if "Invalid conf" in probe.stderr:
+        allocator.missing = "this libjemalloc is built without prof (MALLOC_CONF=prof:true: Invalid conf)"
+    return allocator
+
+
+def allocators_for(mode, build):
+    ours = library(os.path.join(build, "libsnmallocshim.so"), "ours")
+    ours_profile = library(
+        os.path.join(build, "libsnmallocshim-profile.so"),
+        "ours-profile",
+        {"SNMALLOC_PROFILE": f"rate={SAMPLE_BYTES}"},
+    )
+    jemalloc_path = os.path.join(SYSTEM_LIB, "libjemalloc.so.2")
+    tcmalloc_full = os.path.join(SYSTEM_LIB, "libtcmalloc.so.4")
+    if mode == "compare":
+        return [
+            ours,
+            ours_profile,
+            Allocator("glibc", "", {}),
+            library(jemalloc_path, "jemalloc"),
+            library(os.path.join(SYSTEM_LIB, "libmimalloc.so.2"), "mimalloc"),
+            library(os.path.join(SYSTEM_LIB, "libtcmalloc_minimal.so.4"), "tcmalloc"),
+        ]
+    return [
+        ours,
+        ours_profile,
+        library(jemalloc_path, "jemalloc"),
+        jemalloc_profiling(jemalloc_path),
+        library(tcmalloc_full, "tcmalloc-full"),
+        library(tcmalloc_full, "tcmalloc-full+sample", {"TCMALLOC_SAMPLE_PARAMETER": SAMPLE_BYTES}),
+    ]
+
+
+# (baseline, with profiling) pairs of the overhead mode.
+OVERHEAD_PAIRS = [
+    ("ours", "ours-profile"),
+    ("jemalloc", "jemalloc+prof"),
+    ("tcmalloc-full", "tcmalloc-full+sample"),
+]
+
+
+def run_once(program, args, allocator, workdir):
+    """Runs one benchmark; throughput from its RESULT line, peak RSS from
+    GNU time.  (Python's own rusage of the child would count the forked
+    interpreter's pages, which the kernel keeps in maxrss across exec.)
+    `env` applies the preload to the benchmark only, not to time."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env.update(allocator.env)
+    preload = [f"LD_PRELOAD={allocator.preload}"] if allocator.preload else []
+    with tempfile.NamedTemporaryFile("w+", dir=workdir, suffix=".rss") as rss:
+        process = subprocess.run(
+            ["/usr/bin/time", "-o", rss.name, "-f", "%M", "env", *preload, program, *args],
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+        )
+        exit_code, stdout, stderr = process.returncode, process.stdout, process.stderr
+        time_report = rss.read()
+    killed = re.search(r"terminated by signal (\d+)", time_report)
+    if killed:
+        exit_code = -int(killed.group(1))
+    match = RESULT_LINE.search(stdout)
+    if exit_code != 0 or not match:
+        how = f"exit status {exit_code}"
+        if exit_code < 0:
+            how = f"killed by signal {-exit_code}"
+        detail = (stderr.strip() or stdout.strip())[-400:]
+        return Run(False, error=f"{how}: {detail}" if detail else how)
+    fields = dict(item.split("=", 1) for item in match.group(1).split())
+    return Run(True, float(fields["ops_per_sec"]), int(time_report.split()[-1]))
+
+
+def measure(workloads, allocators, runs, perf_dir, threads, extra_args):
+    """results[workload][allocator] = list of Run, K of them, round-robin."""
+    results = {w: {a.name: [] for a in allocators} for w in workloads}
+    with tempfile.TemporaryDirectory(prefix="snmalloc-bench-") as workdir:
+        for k in range(runs):
+            for workload in workloads:
+                program = os.path.join(perf_dir, f"perf-{workload}")
+                args = list(extra_args)
+                if workload in MULTI_THREADED:
+                    args += ["--threads", str(threads)]
+                for allocator in allocators:
+                    run = run_once(program, args, allocator, workdir)
+                    results[workload][allocator.name].append(run)
+                    status = f"{run.ops_per_sec:,.0f} ops/s {run.peak_rss_kib} KiB" if run.ok else "FAILED"
+                    print(f"[{k + 1}/{runs}] {workload:18} {allocator.name:21} {status}", file=sys.stderr)
+    return results
+
+
+def medians(runs):
+    good = [r for r in runs if r.ok]
+    if not good:
+        return None
+    return (
+        statistics.median(r.ops_per_sec for r in good),
+        statistics.median(r.peak_rss_kib for r in good),
+        (max(r.ops_per_sec for r in good) - min(r.ops_per_sec for r in good))
+        / statistics.median(r.ops_per_sec for r in good),
+    )
+
+
+def rate(ops_per_sec):
+    """1234567 -> '1.23M': one format for workloads a thousandfold apart."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if ops_per_sec >= scale:
+            return f"{ops_per_sec / scale:.3g}{suffix}"
+    return f"{ops_per_sec:.3g}"
+
+
+def compare_table(results, names):
+    lines = [
+        "Median ops/sec with the ratio to the best allocator of the workload; "
+        "peak RSS (MiB) with the ratio to the smallest.",
+        "",
+        "| workload | " + " | ".join(names) + " |",
+        "| --- | " + " | ".join("---:" for _ in names) + " |",
+    ]
+    spread_rows = []
+    for workload, by_allocator in results.items():
+        stats = {n: medians(by_allocator[n]) for n in names}
+        fastest = max((s[0] for s in stats.values() if s), default=0)
+        smallest = min((s[1] for s in stats.values() if s), default=0)
+        speed, memory, spread = [], [], []
+        for n in names:
+            s = stats[n]
+            if s is None:
+                speed.append("failed")
+                memory.append("failed")
+                spread.append("-")
+                continue
+            speed.append(f"{rate(s[0])} ({s[0] / fastest:.2f})")
+            memory.append(f"{s[1] / 1024:.1f} ({s[1] / smallest:.2f})")
+            spread.append(f"{100 * s[2]:.0f}%")
+        lines.append(f"| {workload} ops/s | " + " | ".join(speed) + " |")
+        lines.append(f"| {workload} RSS | " + " | ".join(memory) + " |")
+        spread_rows.append(f"| {workload} | " + " | ".join(spread) + " |")
+    lines += [
+        "",
+        "Run-to-run spread of ops/sec, (max - min) / median:",
+        "",
+        "| workload | " + " | ".join(names) + " |",
+        "| --- | " + " | ".join("---:" for _ in names) + " |",
+        *spread_rows,
+    ]
+    return "\n".join(lines)
+
+
+def overhead_table(results, available):
+    pairs = [(b, p) for b, p in OVERHEAD_PAIRS if b in available and p in available]
+    lines = [
+        "Profiled / unprofiled, medians: throughput ratio (1.00 = no cost) and peak RSS ratio.",
+        "",
+        "| workload | " + " | ".join(f"{p} vs {b}: ops/s, RSS" for b, p in pairs) + " |",
+        "| --- | " + " | ".join("---:" for _ in pairs) + " |",
+    ]
+    for workload, by_allocator in results.items():
+        cells = []
+        for base, profiled in pairs:
+            b, p = medians(by_allocator[base]), medians(by_allocator[profiled])
+            if b is None or p is None:
+                cells.append("failed")
+            else:
+                cells.append(f"{p[0] / b[0]:.3f}, {p[1] / b[1]:.2f}")
+        lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def failures(results):
+    lines = []
+    for workload, by_allocator in results.items():
+        for name, runs in by_allocator.items():
+            for i, run in enumerate(runs):
+                if not run.ok:
+                    lines.append(f"- {workload} under {name}, run {i + 1}: {run.error}")
+    return lines
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def run_mode(mode, options):
+    allocators = allocators_for(mode, options.build)
+    usable = [a for a in allocators if not a.missing]
+    for a in allocators:
+        if a.missing:
+            print(f"note: {a.name} skipped: {a.missing}")
+    extra = ["--smoke"] if options.smoke else []
+    results = measure(options.workloads, usable, options.runs, options.perf_dir, options.threads, extra)
+    names = [a.name for a in usable]
+    print()
+    print(f"### {mode}: {options.runs} runs per cell, {options.threads} threads for "
+          f"{', '.join(sorted(MULTI_THREADED))}")
+    print()
+    print(compare_table(results, names) if mode == "compare" else overhead_table(results, set(names)))
+    failed = failures(results)
+    if failed:
+        print("\nFailed runs:\n")
+        print("\n".join(failed))
+    print()
+    return {w: {n: [dataclasses.asdict(r) for r in runs] for n, runs in by.items()} for w, by in results.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="/work/main/build", help="build tree holding libsnmallocshim*.so")
+    parser.add_argument("--perf-dir", help="folder of the perf-* programs (default BUILD/src/test/perf)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per allocator and workload (K)")
+    parser.add_argument("--threads", type=int, default=2, help="threads of the multi-threaded workloads")
+    parser.add_argument("--mode", choices=["compare", "overhead", "both"], default="compare")
+    parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
+    parser.add_argument("--json", help="also write every run's figures to this file")
+    options = parser.parse_args()
+    options.build = os.path.abspath(options.build)
+    options.perf_dir = os.path.abspath(options.perf_dir or os.path.join(options.build, "src/test/perf"))
+    for workload in options.workloads:
+        if not os.access(os.path.join(options.perf_dir, f"perf-{workload}"), os.X_OK):
+            sys.exit(f"perf-{workload} not found in {options.perf_dir}: build the perf targets or pass --perf-dir")
+
+    print(f"Machine: {os.cpu_count()} CPUs, {cpu_model()}; {platform.platform()}")
+    print(f"Command: {' '.join(sys.argv)}")
+    modes = ["compare", "overhead"] if options.mode == "both" else [options.mode]
+    everything = {mode: run_mode(mode, options) for mode in modes}
+    if options.json:
+        with open(options.json, "w") as out:
+            json.dump(everything, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
