@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then builds and runs the whole
+# test suite in three configurations, each in its own build directory:
+#
+#   build/off    Release, SNMALLOC_PROFILE=OFF
+#   build/on     Release, SNMALLOC_PROFILE=ON
+#   build/ubsan  Debug,   SNMALLOC_PROFILE=ON, UndefinedBehaviorSanitizer
+#
+# and `cargo test` in rust/ when the Rust crate exists.  Stops at the first
+# failure.  The last line sums the ctest results of every configuration as
+# "N passed, N failed".
+#
+# Environment: JOBS (default 2) build and test parallelism; CC/CXX pick the
+# compilers as usual for CMake.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo_root"
+
+jobs=${JOBS:-2}
+test_timeout_seconds=600
+ubsan_flags="-fsanitize=undefined -fno-sanitize-recover=undefined"
+
+tests_passed=0
+tests_failed=0
+current_stage="start"
+script_start=$SECONDS
+
+# Always close with the summary, also when a stage fails and set -e ends us.
+finish() {
+  local status=$?
+  echo
+  if ((status != 0)); then
+    echo "test.sh: FAILED in stage '$current_stage' (exit status $status)" >&2
+  else
+    echo "test.sh: all stages passed in $((SECONDS - script_start)) s"
+  fi
+  echo "$tests_passed passed, $tests_failed failed"
+}
+trap finish EXIT
+
+# run_stage NAME COMMAND...: runs one step and reports how long it took.
+run_stage() {
+  current_stage=$1
+  shift
+  echo
+  echo "==> [$current_stage] $*"
+  local stage_start=$SECONDS
+  "$@"
+  echo "==> [$current_stage] done in $((SECONDS - stage_start)) s"
+}
+
+# Adds the counts of ctest's summary line ("X% tests passed, Y tests failed
+# out of Z") in LOG to the totals.
+count_ctest_results() {
+  local log=$1 summary failed total
+  summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+  if [[ -z "$summary" ]]; then
+    echo "test.sh: no ctest summary line in $log" >&2
+    return 1
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
+  tests_passed=$((tests_passed + total - failed))
+  tests_failed=$((tests_failed + failed))
+}
+
+run_ctest() {
+  local build_dir=$1 log="$1/ctest.log" status=0
+  ctest --test-dir "$build_dir" --output-on-failure --no-tests=error \
+    -j "$jobs" --timeout "$test_timeout_seconds" 2>&1 | tee "$log" || status=$?
+  count_ctest_results "$log"
+  if ((status != 0)); then
+    echo "test.sh: ctest failed in $build_dir (log: $log)" >&2
+    return "$status"
+  fi
+}
+
+# configuration NAME CMAKE_ARGS...: configure, build and test build/NAME.
+configuration() {
+  local name=$1 build_dir="build/$1"
+  shift
+  run_stage "$name: configure" cmake -S . -B "$build_dir" "$@"
+  run_stage "$name: build" cmake --build "$build_dir" -j "$jobs"
+  run_stage "$name: ctest" run_ctest "$build_dir"
+}
+
+run_stage setup bash scripts/setup.sh
+
+configuration off -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=OFF
+configuration on -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON
+configuration ubsan -DCMAKE_BUILD_TYPE=Debug -DSNMALLOC_PROFILE=ON \
+  "-DCMAKE_C_FLAGS=$ubsan_flags" "-DCMAKE_CXX_FLAGS=$ubsan_flags"
+
+if [[ -f rust/Cargo.toml ]]; then
+  run_stage "rust: cargo test" \
+    env CARGO_TARGET_DIR="$repo_root/build/rust" cargo test --manifest-path rust/Cargo.toml
+fi
