@@ -1,0 +1,145 @@
+#pragma once
+// Umbrella and interface of layer backend: chunks for slabs, large
+// allocations and the profile pool, metadata memory, and giving memory back.
+//
+// One global lock guards the buddy allocator.  Frontends come here only on
+// slab creation and release and for large allocations, all slow paths.
+
+#include "buddy.h"
+
+namespace snmalloc
+{
+  class Backend
+  {
+    SpinLock lock_;
+    bool initialised_ = false;
+    bool init_failed_ = false;
+    Arena arena_;
+    Buddy buddy_;
+    // Metadata (slab descriptors, allocators) is bump-allocated from chunks
+    // that are never returned; freed descriptors are recycled by size.
+    uintptr_t meta_cursor_ = 0;
+    uintptr_t meta_end_ = 0;
+    FreeObject* meta_recycled_[8] = {};
+
+    bool ensure_init_locked() noexcept
+    {
+      if (SNMALLOC_LIKELY(initialised_))
+        return true;
+      if (init_failed_)
+        return false;
+      if (!arena_.init())
+      {
+        init_failed_ = true;
+        return false;
+      }
+      buddy_.init(&arena_);
+      initialised_ = true;
+      return true;
+    }
+
+    static size_t order_of(size_t size)
+    {
+      return bits::log2_ceil(size) - config::CHUNK_BITS;
+    }
+
+    static size_t meta_bucket(size_t size)
+    {
+      return (size + 63) / 64 - 1;
+    }
+
+  public:
+    struct Chunks
+    {
+      void* base = nullptr;
+      bool zeroed = false;
+    };
+
+    // `size` is a power of two >= CHUNK_SIZE.  The block is aligned to its
+    // size.  The caller sets its pagemap entries.
+    Chunks alloc_chunks(size_t size) noexcept
+    {
+      LockGuard g(lock_);
+      if (!ensure_init_locked())
+        return {};
+      Buddy::Block b = buddy_.alloc(order_of(size));
+      if (!b.ok)
+        return {};
+      return {pagemap.chunk_address(b.index), !b.dirty};
+    }
+
+    // Give back a block from alloc_chunks.  Its pagemap entries must already
+    // be cleared by the caller.
+    void dealloc_chunks(void* base, size_t size) noexcept
+    {
+      LockGuard g(lock_);
+      buddy_.dealloc(pagemap.chunk_index(base), order_of(size), true);
+      if (buddy_.dirty_bytes() > config::DIRTY_LIMIT_BYTES)
+        buddy_.purge();
+    }
+
+    // Zeroed, 64-byte aligned memory for allocator metadata.
+    void* alloc_meta(size_t size) noexcept
+    {
+      size = bits::align_up(size, 64);
+      LockGuard g(lock_);
+      size_t bucket = meta_bucket(size);
+      if (bucket < 8 && meta_recycled_[bucket] != nullptr)
+      {
+        FreeObject* p = meta_recycled_[bucket];
+        meta_recycled_[bucket] = p->next_relaxed();
+        std::memset(static_cast<void*>(p), 0, size);
+        return p;
+      }
+      if (meta_cursor_ + size > meta_end_)
+      {
+        if (!ensure_init_locked())
+          return nullptr;
+        size_t block = bits::next_pow2(size < config::CHUNK_SIZE ? config::CHUNK_SIZE : size);
+        Buddy::Block b = buddy_.alloc(order_of(block));
+        if (!b.ok)
+          return nullptr;
+        void* base = pagemap.chunk_address(b.index);
+        if (b.dirty)
+          std::memset(base, 0, block);
+        pagemap.entries[b.index].set(make_tag(ChunkKind::Meta, 0), 0);
+        meta_cursor_ = reinterpret_cast<uintptr_t>(base);
+        meta_end_ = meta_cursor_ + block;
+      }
+      void* p = reinterpret_cast<void*>(meta_cursor_);
+      meta_cursor_ += size;
+      return p;
+    }
+
+    // Recycle metadata of at most 512 bytes for a later alloc_meta of the same size.
+    void dealloc_meta(void* p, size_t size) noexcept
+    {
+      size_t bucket = meta_bucket(bits::align_up(size, 64));
+      LockGuard g(lock_);
+      FreeObject* f = FreeObject::from(p);
+      f->set_next(meta_recycled_[bucket]);
+      meta_recycled_[bucket] = f;
+    }
+
+    // fork(): hold the lock across the fork so the child sees consistent lists.
+    void prefork() noexcept
+    {
+      lock_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      lock_.unlock();
+    }
+  };
+
+  inline Backend backend;
+
+  // Point every chunk entry of [base, base+size) at (owner, meta).
+  inline void set_chunk_entries(void* base, size_t size, uintptr_t owner, uintptr_t meta)
+  {
+    size_t first = pagemap.chunk_index(base);
+    for (size_t i = 0; i < (size >> config::CHUNK_BITS); i++)
+      pagemap.entries[first + i].set(owner, meta);
+  }
+} // namespace snmalloc

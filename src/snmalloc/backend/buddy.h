@@ -1,0 +1,199 @@
+#pragma once
+// Layer backend: a buddy allocator of power-of-two runs of chunks.
+//
+// Free blocks are described out of band, in the pagemap entry of their first
+// chunk, so a free block's memory is never touched (it may be decommitted):
+//   owner = tag(FreeBlock, order | dirty << 6)
+//   meta  = prev index << 32 | next index      (doubly linked per order)
+// An entry carries a FreeBlock tag only while its block is on a free list:
+// the tag is written on insertion and overwritten on removal, so the buddy
+// test "entry says free with my order" is exact.
+//
+// Fresh blocks are carved from a frontier that only moves up; everything
+// behind it has been handed out at least once.  "Dirty" blocks may hold
+// resident pages; clean ones read as zero (fresh, or decommitted).
+// Not thread-safe: the backend holds its lock around every call.
+
+#include "arena.h"
+
+namespace snmalloc
+{
+  class Buddy
+  {
+  public:
+    static constexpr size_t MAX_ORDER = 31;
+    static constexpr uint32_t NONE = 0xffffffff;
+
+    struct Block
+    {
+      size_t index = 0; // first chunk, relative to the arena base
+      bool dirty = false;
+      bool ok = false;
+    };
+
+  private:
+    uint32_t heads_[MAX_ORDER + 1] = {};
+    size_t frontier_ = 0; // chunks carved so far
+    size_t dirty_chunks_ = 0;
+    Arena* arena_ = nullptr;
+
+    static uintptr_t free_tag(size_t order, bool dirty)
+    {
+      return make_tag(ChunkKind::FreeBlock, order | (uintptr_t(dirty) << 6));
+    }
+
+    static PagemapEntry& at(size_t index)
+    {
+      return pagemap.entries[index];
+    }
+
+    static uint32_t prev_of(size_t index)
+    {
+      return uint32_t(at(index).get_meta() >> 32);
+    }
+
+    static uint32_t next_of(size_t index)
+    {
+      return uint32_t(at(index).get_meta());
+    }
+
+    static void set_links(size_t index, uint32_t prev, uint32_t next)
+    {
+      at(index).meta.store(
+        (uintptr_t(prev) << 32) | next, std::memory_order_relaxed);
+    }
+
+    void insert(size_t index, size_t order, bool dirty)
+    {
+      uint32_t head = heads_[order];
+      at(index).owner.store(free_tag(order, dirty), std::memory_order_relaxed);
+      set_links(index, NONE, head);
+      if (head != NONE)
+        set_links(head, uint32_t(index), next_of(head));
+      heads_[order] = uint32_t(index);
+      if (dirty)
+        dirty_chunks_ += size_t(1) << order;
+    }
+
+    void remove(size_t index, size_t order, bool dirty)
+    {
+      uint32_t prev = prev_of(index);
+      uint32_t next = next_of(index);
+      if (prev == NONE)
+        heads_[order] = next;
+      else
+        set_links(prev, prev_of(prev), next);
+      if (next != NONE)
+        set_links(next, prev, next_of(next));
+      at(index).set(0, 0);
+      if (dirty)
+        dirty_chunks_ -= size_t(1) << order;
+    }
+
+    // Is the block at `index` free, of exactly `order`?  Sets `dirty`.
+    bool is_free_block(size_t index, size_t order, bool& dirty) const
+    {
+      if (index >= frontier_)
+        return false;
+      uintptr_t owner = at(index).get_owner();
+      if (!is_tag(owner) || tag_kind(owner) != ChunkKind::FreeBlock)
+        return false;
+      uintptr_t payload = tag_payload(owner);
+      dirty = (payload >> 6) & 1;
+      return (payload & 63) == order;
+    }
+
+    // Extend the frontier by a block of `order`, aligned to its size; the
+    // skipped gap becomes free blocks.
+    Block carve(size_t order)
+    {
+      size_t size = size_t(1) << order;
+      size_t start = bits::align_up(frontier_, size);
+      size_t limit = pagemap.size >> config::CHUNK_BITS;
+      if (start + size > limit || start + size < start)
+        return {};
+      if (!arena_->ensure_committed(
+            pagemap.base + ((start + size) << config::CHUNK_BITS)))
+        return {};
+      // Fill the gap [frontier_, start) with the largest aligned blocks.
+      size_t gap = frontier_;
+      frontier_ = start + size;
+      while (gap < start)
+      {
+        size_t o = gap == 0 ? MAX_ORDER : size_t(__builtin_ctzl(gap));
+        while (gap + (size_t(1) << o) > start)
+          o--;
+        insert(gap, o, false);
+        gap += size_t(1) << o;
+      }
+      return {start, false, true};
+    }
+
+  public:
+    void init(Arena* arena)
+    {
+      arena_ = arena;
+      for (auto& h : heads_)
+        h = NONE;
+    }
+
+    size_t dirty_bytes() const
+    {
+      return dirty_chunks_ << config::CHUNK_BITS;
+    }
+
+    Block alloc(size_t order)
+    {
+      if (order > MAX_ORDER)
+        return {};
+      size_t o = order;
+      while (o <= MAX_ORDER && heads_[o] == NONE)
+        o++;
+      if (o > MAX_ORDER)
+        return carve(order);
+      size_t index = heads_[o];
+      bool dirty = (tag_payload(at(index).get_owner()) >> 6) & 1;
+      remove(index, o, dirty);
+      // Split down, keeping the lower half each time.
+      while (o > order)
+      {
+        o--;
+        insert(index + (size_t(1) << o), o, dirty);
+      }
+      return {index, dirty, true};
+    }
+
+    void dealloc(size_t index, size_t order, bool dirty)
+    {
+      while (order < MAX_ORDER)
+      {
+        size_t buddy = index ^ (size_t(1) << order);
+        bool buddy_dirty = false;
+        if (!is_free_block(buddy, order, buddy_dirty))
+          break;
+        remove(buddy, order, buddy_dirty);
+        dirty |= buddy_dirty;
+        index &= ~(size_t(1) << order);
+        order++;
+      }
+      insert(index, order, dirty);
+    }
+
+    // Return the pages of every dirty free block to the OS.
+    void purge()
+    {
+      for (size_t o = 0; o <= MAX_ORDER; o++)
+      {
+        for (uint32_t i = heads_[o]; i != NONE; i = next_of(i))
+        {
+          bool dirty = (tag_payload(at(i).get_owner()) >> 6) & 1;
+          if (!dirty)
+            continue;
+          Pal::decommit(pagemap.chunk_address(i), size_t(1) << (o + config::CHUNK_BITS));
+          at(i).owner.store(free_tag(o, false), std::memory_order_relaxed);
+        }
+      }
+      dirty_chunks_ = 0;
+    }
+  };
+} // namespace snmalloc

@@ -1,0 +1,94 @@
+#pragma once
+// Layer ds: the sizeclass table.
+//
+// Classes are 16, 32, 48, 64 and then four per power of two up to 64 KiB:
+// 80, 96, 112, 128, 160, 192, ...  A class of size S laid out from a slab
+// aligned to the slab size puts every object at a multiple of S, so an object
+// is aligned to the largest power of two dividing S.  Rounding a request up to
+// a multiple of its alignment and taking the class of that therefore serves
+// aligned requests: the class of a multiple of 2^k is itself a multiple of 2^k
+// (tested in the sizeclass test).
+
+#include "../ds_core/ds_core.h"
+
+#include <array>
+
+namespace snmalloc
+{
+  using sizeclass_t = uint32_t;
+
+  constexpr size_t NUM_SMALL_CLASSES =
+    4 + 4 * (config::MAX_SMALL_BITS - (config::MIN_ALLOC_BITS + 2));
+
+  constexpr size_t class_to_size_compute(size_t sc)
+  {
+    if (sc < 4)
+      return config::MIN_ALLOC_SIZE * (sc + 1);
+    size_t k = (sc - 4) / 4 + config::MIN_ALLOC_BITS + 2; // the power of two below
+    size_t step = size_t(1) << (k - 2);
+    return (size_t(1) << k) + ((sc - 4) % 4 + 1) * step;
+  }
+
+  // Slabs are a power of two of chunks holding at least a dozen objects.
+  constexpr size_t slab_size_compute(size_t object_size)
+  {
+    size_t want = object_size * config::MIN_OBJECTS_PER_SLAB;
+    return want <= config::CHUNK_SIZE ? config::CHUNK_SIZE : bits::next_pow2(want);
+  }
+
+  struct SizeclassTable
+  {
+    // Indexed by (size - 1) >> MIN_ALLOC_BITS for 1 <= size <= MAX_SMALL_SIZE.
+    std::array<uint8_t, config::MAX_SMALL_SIZE / config::MIN_ALLOC_SIZE> of_size{};
+    std::array<uint32_t, NUM_SMALL_CLASSES> size{};
+    std::array<uint32_t, NUM_SMALL_CLASSES> slab_bits{};
+    std::array<uint32_t, NUM_SMALL_CLASSES> capacity{};
+    // A sleeping slab wakes (rejoins its class's available list) after this
+    // many local frees, so a slab is not revisited for every single free.
+    std::array<uint32_t, NUM_SMALL_CLASSES> wake_threshold{};
+
+    constexpr SizeclassTable()
+    {
+      size_t sc = 0;
+      for (size_t i = 0; i < of_size.size(); i++)
+      {
+        size_t request = (i + 1) << config::MIN_ALLOC_BITS;
+        while (class_to_size_compute(sc) < request)
+          sc++;
+        of_size[i] = static_cast<uint8_t>(sc);
+      }
+      for (size_t c = 0; c < NUM_SMALL_CLASSES; c++)
+      {
+        size_t s = class_to_size_compute(c);
+        size_t slab = slab_size_compute(s);
+        size[c] = static_cast<uint32_t>(s);
+        slab_bits[c] = static_cast<uint32_t>(bits::log2_floor(slab));
+        capacity[c] = static_cast<uint32_t>(slab / s);
+        size_t wake = capacity[c] / 4;
+        wake_threshold[c] = static_cast<uint32_t>(wake == 0 ? 1 : wake);
+      }
+    }
+  };
+
+  inline constexpr SizeclassTable sizeclasses{};
+
+  static_assert(class_to_size_compute(NUM_SMALL_CLASSES - 1) == config::MAX_SMALL_SIZE);
+
+  // Requires 1 <= size <= MAX_SMALL_SIZE.
+  SNMALLOC_FAST_PATH sizeclass_t size_to_sizeclass(size_t size)
+  {
+    return sizeclasses.of_size[(size - 1) >> config::MIN_ALLOC_BITS];
+  }
+
+  SNMALLOC_FAST_PATH size_t sizeclass_to_size(sizeclass_t sc)
+  {
+    return sizeclasses.size[sc];
+  }
+
+  // The smallest size >= `size` that is a multiple of `align` (a power of
+  // two), so that the sizeclass of the result is `align`-aligned.
+  constexpr size_t aligned_size(size_t align, size_t size)
+  {
+    return ((align - 1) | (size - 1)) + 1;
+  }
+} // namespace snmalloc

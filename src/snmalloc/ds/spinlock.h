@@ -1,0 +1,55 @@
+#pragma once
+// Layer ds: a small test-and-test-and-set lock.  Every lock in the allocator
+// guards short critical sections (buddy lists, pool list, a sample list), so
+// spinning beats parking; after a while it yields in case the holder was
+// descheduled on this 2-core-class hardware.
+
+#include "../pal/pal.h"
+
+#include <atomic>
+#include <sched.h>
+
+namespace snmalloc
+{
+  class SpinLock
+  {
+    std::atomic<bool> held{false};
+
+  public:
+    void lock() noexcept
+    {
+      for (unsigned spins = 0; held.exchange(true, std::memory_order_acquire);)
+      {
+        while (held.load(std::memory_order_relaxed))
+        {
+          if (++spins < 128)
+            Pal::pause();
+          else
+            ::sched_yield();
+        }
+      }
+    }
+
+    void unlock() noexcept
+    {
+      held.store(false, std::memory_order_release);
+    }
+  };
+
+  class LockGuard
+  {
+    SpinLock& lock_;
+
+  public:
+    explicit LockGuard(SpinLock& l) noexcept : lock_(l)
+    {
+      lock_.lock();
+    }
+    ~LockGuard()
+    {
+      lock_.unlock();
+    }
+    LockGuard(const LockGuard&) = delete;
+    LockGuard& operator=(const LockGuard&) = delete;
+  };
+} // namespace snmalloc

@@ -1,0 +1,34 @@
+#pragma once
+// Layer ds_core: the one place where build options become constants.
+// Everywhere else branches on these with `if constexpr`.
+
+#include <cstddef>
+
+#ifndef SNMALLOC_PROFILE
+#  define SNMALLOC_PROFILE 0
+#endif
+
+namespace snmalloc::config
+{
+  constexpr bool profile = SNMALLOC_PROFILE != 0;
+
+  // Granularity of the pagemap and of the backend.
+  constexpr size_t CHUNK_BITS = 14;
+  constexpr size_t CHUNK_SIZE = size_t(1) << CHUNK_BITS;
+
+  constexpr size_t MIN_ALLOC_BITS = 4;
+  constexpr size_t MIN_ALLOC_SIZE = size_t(1) << MIN_ALLOC_BITS;
+
+  // Largest size served from slabs; larger requests are whole chunks.
+  constexpr size_t MAX_SMALL_BITS = 16;
+  constexpr size_t MAX_SMALL_SIZE = size_t(1) << MAX_SMALL_BITS;
+
+  // A slab holds at least this many objects.
+  constexpr size_t MIN_OBJECTS_PER_SLAB = 12;
+
+  // Remote frees are posted once this many bytes are cached for others.
+  constexpr size_t REMOTE_CACHE_BYTES = size_t(1) << 20;
+
+  // Freed large ranges beyond this many bytes are returned to the OS.
+  constexpr size_t DIRTY_LIMIT_BYTES = size_t(32) << 20;
+} // namespace snmalloc::config

@@ -1,0 +1,38 @@
+#pragma once
+// Layer ds_core: compiler markers shared by every layer.
+
+#include <cstddef>
+#include <cstdint>
+
+// Fast paths are forced inline into their callers; slow paths are kept out of
+// line so that the fast path's register pressure and code size stay small.
+#define SNMALLOC_FAST_PATH inline __attribute__((always_inline))
+#define SNMALLOC_SLOW_PATH __attribute__((noinline, cold))
+#define SNMALLOC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SNMALLOC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifdef NDEBUG
+#  define SNMALLOC_DEBUG_CHECKS 0
+#else
+#  define SNMALLOC_DEBUG_CHECKS 1
+#endif
+
+namespace snmalloc
+{
+  [[noreturn]] void report_fatal(const char* message) noexcept;
+
+  // Checked in debug builds only; the condition must have no side effects.
+  SNMALLOC_FAST_PATH void debug_check(bool condition, const char* message)
+  {
+    if constexpr (SNMALLOC_DEBUG_CHECKS)
+    {
+      if (SNMALLOC_UNLIKELY(!condition))
+        report_fatal(message);
+    }
+    else
+    {
+      (void)condition;
+      (void)message;
+    }
+  }
+} // namespace snmalloc

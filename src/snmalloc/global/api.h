@@ -1,0 +1,244 @@
+#pragma once
+// Layer global: the C++ front of the allocator.  alloc and dealloc are the
+// fast paths; everything they cannot finish goes to a named slow path.
+
+#include "thread_alloc.h"
+
+#include <cerrno>
+
+namespace snmalloc
+{
+  constexpr size_t MIN_ALIGN = config::MIN_ALLOC_SIZE;
+
+  // ---- slow paths -------------------------------------------------------
+
+  inline void* alloc_with(Alloc& core, Local& local, size_t size, size_t align, bool zero)
+  {
+    if (size == 0)
+      size = 1;
+    void* p;
+    if (size <= config::MAX_SMALL_SIZE)
+    {
+      sizeclass_t sc = size_to_sizeclass(size);
+      p = core.alloc_refill(local.fast[sc], sc, size, align);
+      if (zero && p != nullptr)
+        std::memset(p, 0, size);
+    }
+    else
+    {
+      p = core.alloc_large(size, align, zero);
+    }
+    if (p == nullptr)
+      errno = ENOMEM;
+    return p;
+  }
+
+  // The fast list was empty, or the size is zero or large.
+  SNMALLOC_SLOW_PATH inline void* alloc_slow(size_t size, size_t align, bool zero) noexcept
+  {
+    Local& local = local_cache;
+    if (SNMALLOC_UNLIKELY(local.core == nullptr))
+    {
+      if (local.torn_down)
+        return with_borrowed_alloc([&](Alloc& core, Local& l) {
+          return alloc_with(core, l, size, align, zero);
+        });
+      attach_thread(local);
+    }
+    return alloc_with(*local.core, local, size, align, zero);
+  }
+
+  [[noreturn]] SNMALLOC_SLOW_PATH inline void report_invalid_free(const void*)
+  {
+    report_fatal("free(): pointer was not returned by malloc, or was freed twice");
+  }
+
+  // An object of another allocator's slab.
+  inline void dealloc_remote(void* p, const PagemapEntry& entry)
+  {
+    Alloc* owner = reinterpret_cast<Alloc*>(entry.get_owner());
+    Local& local = local_cache;
+    if (local.core == nullptr)
+    {
+      if (local.torn_down)
+      {
+        // No allocator to batch in: post the one object directly.
+        FreeObject* f = FreeObject::from(p);
+        owner->queue.post(f, f);
+        return;
+      }
+      attach_thread(local);
+    }
+    SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+    if (owner == local.core)
+      local.core->dealloc_local(p, meta);
+    else
+      local.core->dealloc_remote(owner, p, sizeclass_to_size(meta->sizeclass));
+  }
+
+  // The pointer is not from this thread's slabs.
+  SNMALLOC_SLOW_PATH inline void dealloc_slow(void* p) noexcept
+  {
+    if (p == nullptr)
+      return;
+    if (!pagemap.contains(p))
+      report_invalid_free(p);
+    PagemapEntry& entry = pagemap.entry_of(p);
+    uintptr_t owner = entry.get_owner();
+    if (!is_tag(owner))
+    {
+      if (owner == 0)
+        report_invalid_free(p);
+      dealloc_remote(p, entry);
+      return;
+    }
+    switch (tag_kind(owner))
+    {
+      case ChunkKind::Large:
+        if ((pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) != 0)
+          report_invalid_free(p);
+        Alloc::dealloc_chunks_tagged(p, owner);
+        return;
+      case ChunkKind::Pool:
+        Profiler::dealloc_sampled(p);
+        return;
+      default:
+        report_invalid_free(p);
+    }
+  }
+
+  // ---- fast paths -------------------------------------------------------
+
+  template<bool zero = false>
+  SNMALLOC_FAST_PATH void* alloc_impl(size_t size, size_t align)
+  {
+    Local& local = local_cache;
+    if (SNMALLOC_LIKELY(size - 1 < config::MAX_SMALL_SIZE))
+    {
+      sizeclass_t sc = size_to_sizeclass(size);
+      FreeObject* p = local.fast[sc];
+      if (SNMALLOC_LIKELY(p != nullptr))
+      {
+        local.fast[sc] = p->next_relaxed();
+        if constexpr (zero)
+          std::memset(static_cast<void*>(p), 0, size);
+        return p;
+      }
+    }
+    return alloc_slow(size, align, zero);
+  }
+
+  SNMALLOC_FAST_PATH void* alloc(size_t size)
+  {
+    return alloc_impl<false>(size, MIN_ALIGN);
+  }
+
+  SNMALLOC_FAST_PATH void* alloc_zeroed(size_t size)
+  {
+    return alloc_impl<true>(size, MIN_ALIGN);
+  }
+
+  // `align` must be a power of two; nullptr (errno ENOMEM) when it cannot be
+  // served.  Natural alignment of sizeclasses serves small aligned requests.
+  SNMALLOC_FAST_PATH void* alloc_aligned(size_t align, size_t size)
+  {
+    if (align <= MIN_ALIGN)
+      return alloc(size);
+    if (size == 0)
+      size = 1;
+    size_t rounded = aligned_size(align, size);
+    if (SNMALLOC_UNLIKELY(rounded < size))
+    {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return alloc_impl<false>(rounded, align);
+  }
+
+  SNMALLOC_FAST_PATH void dealloc(void* p)
+  {
+    uintptr_t offset = pagemap.offset_of(p);
+    if (SNMALLOC_LIKELY(offset < pagemap.size))
+    {
+      PagemapEntry& entry = pagemap.entry_at(offset);
+      Local& local = local_cache;
+      if (SNMALLOC_LIKELY(entry.get_owner() == reinterpret_cast<uintptr_t>(local.core)))
+      {
+        local.core->dealloc_local(p, reinterpret_cast<SlabMeta*>(entry.get_meta()));
+        return;
+      }
+    }
+    dealloc_slow(p);
+  }
+
+  // Sized free: the size is not needed, the pagemap knows it.
+  SNMALLOC_FAST_PATH void dealloc(void* p, size_t)
+  {
+    dealloc(p);
+  }
+
+  // Bytes usable at p (0 for nullptr and pointers not from this allocator).
+  inline size_t alloc_size(const void* p)
+  {
+    if (!pagemap.contains(p))
+      return 0;
+    const PagemapEntry& entry = pagemap.entry_of(p);
+    uintptr_t owner = entry.get_owner();
+    if (!is_tag(owner))
+    {
+      if (owner == 0)
+        return 0;
+      return sizeclass_to_size(
+        reinterpret_cast<const SlabMeta*>(entry.get_meta())->sizeclass);
+    }
+    switch (tag_kind(owner))
+    {
+      case ChunkKind::Large:
+        return size_t(1) << (tag_payload(owner) + config::CHUNK_BITS);
+      case ChunkKind::Pool:
+        return Profiler::usable_size(p);
+      default:
+        return 0;
+    }
+  }
+
+  // Can p, of usable size `usable`, hold `size` bytes without moving, and
+  // is it not wasting a larger class?  Sampled objects always move, so a
+  // resize is recorded as the new allocation it is.
+  inline bool resize_in_place(const void* p, size_t usable, size_t size)
+  {
+    if (size == 0 || size > usable)
+      return false;
+    if (is_tag(pagemap.entry_of(p).get_owner()) &&
+        tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Pool)
+      return false;
+    if (usable <= config::MAX_SMALL_SIZE)
+      return sizeclass_to_size(size_to_sizeclass(size)) == usable;
+    return large_size(size, MIN_ALIGN) == usable;
+  }
+
+  // realloc semantics: p == nullptr allocates; size == 0 frees and returns
+  // nullptr (as glibc does); failure leaves p untouched.
+  inline void* reallocate(void* p, size_t size)
+  {
+    if (p == nullptr)
+      return alloc(size);
+    if (size == 0)
+    {
+      dealloc(p);
+      return nullptr;
+    }
+    size_t usable = alloc_size(p);
+    if (usable == 0)
+      report_invalid_free(p);
+    if (resize_in_place(p, usable, size))
+      return p;
+    void* q = alloc(size);
+    if (q != nullptr)
+    {
+      std::memcpy(q, p, usable < size ? usable : size);
+      dealloc(p);
+    }
+    return q;
+  }
+} // namespace snmalloc

@@ -1,0 +1,5 @@
+#pragma once
+// Umbrella of layer global: thread-local allocators, the allocator pool,
+// thread exit and fork handling, and the C++ front (alloc, dealloc,
+// alloc_size, aligned variants).
+#include "api.h"

@@ -1,0 +1,237 @@
+#pragma once
+// Layer mem: the allocator proper: slabs per sizeclass, refill, local and
+// remote frees, large allocations.
+//
+// Allocation code overview (fast paths in global/api.h, inline; the rest
+// here, out of line):
+//
+//   alloc(size)                         FAST: pop thread's fast list[sc]
+//     -> alloc_slow                     list empty, or size large/zero
+//        -> attach thread (first time) or borrow (after teardown)
+//        -> CoreAlloc::alloc_refill     handle_messages, then
+//             profile: sample_due -> alloc_at_sample_point
+//             take_batch: awake slab's free list, else new_slab
+//             profile: split (hold back past the next sample point)
+//        -> CoreAlloc::alloc_large      profile countdown, buddy chunks
+//   dealloc(p)                          FAST: owner == this thread: slab push
+//     -> slab_needs_attention           push made `needed` zero: wake/release
+//     -> dealloc_slow                   not ours:
+//        -> dealloc_remote              other allocator: batch, post
+//        -> dealloc_large / Profiler::dealloc_sampled
+
+#include "local_cache.h"
+#include "no_profiler.h"
+#include "remote_cache.h"
+
+#include <new>
+
+namespace snmalloc
+{
+  // Anything at or above this fails with ENOMEM: it is beyond any arena and
+  // keeps size arithmetic (rounding, headers) far from wrapping.
+  constexpr size_t MAX_ALLOC_SIZE = size_t(1) << 46;
+
+  constexpr size_t large_size(size_t size, size_t align)
+  {
+    size_t s = size < align ? align : size;
+    return s <= config::CHUNK_SIZE ? config::CHUNK_SIZE : bits::next_pow2(s);
+  }
+
+  template<typename Profiler>
+  class CoreAlloc : public RemoteInbox
+  {
+  public:
+    using Local = LocalCache<CoreAlloc>;
+
+    CoreAlloc* next_in_pool = nullptr;
+    CoreAlloc* next_in_all = nullptr;
+
+  private:
+    uintptr_t owner_value_;
+    SlabList available_[NUM_SMALL_CLASSES];
+    RemoteCache remote_;
+    typename Profiler::CoreState profile_;
+
+    SlabMeta* new_slab(sizeclass_t sc)
+    {
+      size_t slab_size = size_t(1) << sizeclasses.slab_bits[sc];
+      Backend::Chunks c = backend.alloc_chunks(slab_size);
+      if (c.base == nullptr)
+        return nullptr;
+      void* m = backend.alloc_meta(sizeof(SlabMeta));
+      if (m == nullptr)
+      {
+        backend.dealloc_chunks(c.base, slab_size);
+        return nullptr;
+      }
+      SlabMeta* meta = new (m) SlabMeta();
+      meta->init(c.base, sc);
+      set_chunk_entries(
+        c.base, slab_size, owner_value_, reinterpret_cast<uintptr_t>(meta));
+      return meta;
+    }
+
+    void release_slab(SlabMeta* meta)
+    {
+      void* base = reinterpret_cast<void*>(meta->base);
+      size_t size = meta->slab_size();
+      set_chunk_entries(base, size, 0, 0);
+      backend.dealloc_chunks(base, size);
+      backend.dealloc_meta(meta, sizeof(SlabMeta));
+    }
+
+  public:
+    // `owner_value` is what this allocator's pagemap entries say: its own
+    // address for a thread's allocator, a tag for the profile pool's.
+    explicit CoreAlloc(uintptr_t owner_value) : owner_value_(owner_value) {}
+
+    uintptr_t owner_value() const
+    {
+      return owner_value_;
+    }
+
+    typename Profiler::CoreState& profile()
+    {
+      return profile_;
+    }
+
+    // A whole slab's free objects: an awake slab's, else a new slab's.
+    Batch take_batch(sizeclass_t sc)
+    {
+      SlabMeta* s = available_[sc].head;
+      if (s != nullptr)
+        available_[sc].remove(s);
+      else if ((s = new_slab(sc)) == nullptr)
+        return {};
+      return s->take_all();
+    }
+
+    // The fast list of `sc` is empty.  Returns an object of `sc`, leaving the
+    // rest of a batch in `fast`, or nullptr when memory is exhausted.
+    SNMALLOC_SLOW_PATH void*
+    alloc_refill(FreeObject*& fast, sizeclass_t sc, size_t size, size_t align)
+    {
+      handle_messages();
+      for (;;)
+      {
+        if constexpr (Profiler::enabled)
+        {
+          if (profile_.sample_due(sc))
+            return profile_.alloc_at_sample_point(*this, fast, sc, size, align);
+        }
+        Batch b = take_batch(sc);
+        if (b.head == nullptr)
+          return nullptr;
+        if constexpr (Profiler::enabled)
+        {
+          b = profile_.split(sc, b);
+          if (b.head == nullptr)
+            continue; // the sample point is the batch's first object
+        }
+        void* p = b.pop();
+        fast = b.head;
+        return p;
+      }
+    }
+
+    // Free an object of one of this allocator's slabs.
+    SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
+    {
+      if (SNMALLOC_UNLIKELY(meta->push(p)))
+        slab_needs_attention(meta);
+    }
+
+    // A local free brought a slab's `needed` to zero: wake it, or, if every
+    // object is back, release it (keeping one per class against thrashing).
+    SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta)
+    {
+      sizeclass_t sc = meta->sizeclass;
+      if (meta->sleeping)
+      {
+        meta->sleeping = false;
+        meta->needed = sizeclasses.capacity[sc] - sizeclasses.wake_threshold[sc];
+        available_[sc].insert(meta);
+        return;
+      }
+      if (available_[sc].only(meta))
+        return;
+      available_[sc].remove(meta);
+      release_slab(meta);
+    }
+
+    // Objects other threads freed for us.
+    void handle_messages()
+    {
+      if (SNMALLOC_LIKELY(!queue.maybe_nonempty()))
+        return;
+      FreeObject* f = queue.take_all();
+      while (f != nullptr)
+      {
+        FreeObject* next = f->next_relaxed();
+        dealloc_local(
+          f,
+          reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
+        f = next;
+      }
+    }
+
+    void dealloc_remote(RemoteInbox* owner, void* p, size_t size)
+    {
+      if (remote_.add(owner, p, size))
+        remote_.flush();
+    }
+
+    // Large requests: whole chunks.  `zero` asks for zeroed memory.
+    SNMALLOC_SLOW_PATH void* alloc_large(size_t size, size_t align, bool zero)
+    {
+      if (size >= MAX_ALLOC_SIZE || align >= MAX_ALLOC_SIZE)
+        return nullptr;
+      if constexpr (Profiler::enabled)
+      {
+        if (void* p = profile_.alloc_large(*this, size, align, zero))
+          return p;
+      }
+      return alloc_chunks_tagged(large_size(size, align), zero, ChunkKind::Large);
+    }
+
+    // A run of chunks whose first pagemap entry carries `kind` and the
+    // run's order.  Shared with the profile pool for large sampled objects.
+    static void* alloc_chunks_tagged(size_t bytes, bool zero, ChunkKind kind)
+    {
+      Backend::Chunks c = backend.alloc_chunks(bytes);
+      if (c.base == nullptr)
+        return nullptr;
+      if (zero && !c.zeroed)
+        std::memset(c.base, 0, bytes);
+      pagemap.entry_of(c.base).set(
+        make_tag(kind, bits::log2_floor(bytes) - config::CHUNK_BITS), 0);
+      return c.base;
+    }
+
+    static void dealloc_chunks_tagged(void* p, uintptr_t tag)
+    {
+      size_t bytes = size_t(1) << (tag_payload(tag) + config::CHUNK_BITS);
+      pagemap.entry_of(p).set(0, 0);
+      backend.dealloc_chunks(p, bytes);
+    }
+
+    // Give everything cached back: at thread exit, and after a borrowed use.
+    void flush(Local& local)
+    {
+      for (auto& head : local.fast)
+      {
+        for (FreeObject* f = head; f != nullptr;)
+        {
+          FreeObject* next = f->next_relaxed();
+          dealloc_local(
+            f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
+          f = next;
+        }
+        head = nullptr;
+      }
+      profile_.flush(*this);
+      handle_messages();
+      remote_.flush();
+    }
+  };
+} // namespace snmalloc

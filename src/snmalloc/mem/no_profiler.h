@@ -1,0 +1,44 @@
+#pragma once
+// Layer mem: the profiler policy that CoreAlloc is parameterised by, and its
+// no-op default used when SNMALLOC_PROFILE is off.
+//
+// The profiler enters the allocator only through these named hooks, all on
+// slow paths (profile/profiler.h is the real implementation):
+//   CoreState::sample_due(sc)            refill: is a sample point pending in sc?
+//   CoreState::alloc_at_sample_point(..) refill: serve the sampled allocation
+//   CoreState::split(sc, batch)          refill: hold back objects past the next
+//                                        sample point
+//   CoreState::alloc_large(..)           large alloc: count down, maybe sample
+//   CoreState::flush(core)               thread exit: give held objects back
+//   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
+// The malloc and free fast paths call none of them.
+
+#include "slab_meta.h"
+
+namespace snmalloc
+{
+  struct NoProfiler
+  {
+    static constexpr bool enabled = false;
+
+    struct CoreState
+    {
+      template<typename Core>
+      void flush(Core&)
+      {}
+    };
+
+    static void prefork() {}
+    static void postfork() {}
+
+    static void dealloc_sampled(void*)
+    {
+      report_fatal("free: profile-pool pointer in a build without profiling");
+    }
+
+    static size_t usable_size(const void*)
+    {
+      return 0;
+    }
+  };
+} // namespace snmalloc

@@ -1,0 +1,81 @@
+#pragma once
+// Layer mem: frees of objects owned by other allocators, batched per owner.
+//
+// Objects are chained per destination in a small direct-mapped table; a
+// collision or a full cache posts the chains, each with one atomic operation
+// on the owner's message queue.  This keeps cross-thread frees off the
+// owner's cache lines except once per batch.
+
+#include "../ds/ds.h"
+
+namespace snmalloc
+{
+  // What the remote cache needs of an allocator: its inbox.
+  struct RemoteInbox
+  {
+    MessageQueue queue;
+  };
+
+  class RemoteCache
+  {
+    static constexpr size_t SLOTS = 64;
+
+    struct Slot
+    {
+      RemoteInbox* dest = nullptr;
+      FreeObject* head = nullptr;
+      FreeObject* tail = nullptr;
+    };
+
+    Slot slots_[SLOTS];
+    size_t cached_bytes_ = 0;
+
+    static size_t slot_of(const RemoteInbox* dest)
+    {
+      uintptr_t a = reinterpret_cast<uintptr_t>(dest);
+      return ((a >> 6) ^ (a >> 14)) & (SLOTS - 1);
+    }
+
+    static void post(Slot& s)
+    {
+      s.dest->queue.post(s.head, s.tail);
+      s = Slot{};
+    }
+
+  public:
+    // Cache `p` (of `size` bytes) for `dest`; true once the cache should be
+    // flushed.
+    bool add(RemoteInbox* dest, void* p, size_t size)
+    {
+      Slot& s = slots_[slot_of(dest)];
+      if (s.dest != dest)
+      {
+        if (s.dest != nullptr)
+          post(s);
+        s.dest = dest;
+      }
+      FreeObject* f = FreeObject::from(p);
+      f->set_next(s.head);
+      if (s.head == nullptr)
+        s.tail = f;
+      s.head = f;
+      cached_bytes_ += size;
+      return cached_bytes_ >= config::REMOTE_CACHE_BYTES;
+    }
+
+    void flush()
+    {
+      for (Slot& s : slots_)
+      {
+        if (s.dest != nullptr)
+          post(s);
+      }
+      cached_bytes_ = 0;
+    }
+
+    bool empty() const
+    {
+      return cached_bytes_ == 0;
+    }
+  };
+} // namespace snmalloc

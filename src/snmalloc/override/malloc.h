@@ -1,0 +1,122 @@
+#pragma once
+// Layer override: the C allocation functions, defined on top of the C++
+// front.  Included by exactly one translation unit of a program or shim.
+
+#include "../global/global.h"
+
+#include <climits>
+
+#ifndef SNMALLOC_EXPORT
+#  define SNMALLOC_EXPORT __attribute__((visibility("default")))
+#endif
+
+namespace snmalloc::detail
+{
+  // Multiply, reporting overflow as ENOMEM.
+  inline bool checked_mul(size_t a, size_t b, size_t& out)
+  {
+    if (__builtin_mul_overflow(a, b, &out))
+    {
+      errno = ENOMEM;
+      return false;
+    }
+    return true;
+  }
+
+  inline bool valid_alignment(size_t align)
+  {
+    return bits::is_pow2(align);
+  }
+} // namespace snmalloc::detail
+
+extern "C"
+{
+  SNMALLOC_EXPORT void* malloc(size_t size)
+  {
+    return snmalloc::alloc(size);
+  }
+
+  SNMALLOC_EXPORT void free(void* p)
+  {
+    snmalloc::dealloc(p);
+  }
+
+  SNMALLOC_EXPORT void cfree(void* p)
+  {
+    snmalloc::dealloc(p);
+  }
+
+  SNMALLOC_EXPORT void* calloc(size_t n, size_t size)
+  {
+    size_t total;
+    if (!snmalloc::detail::checked_mul(n, size, total))
+      return nullptr;
+    return snmalloc::alloc_zeroed(total);
+  }
+
+  SNMALLOC_EXPORT void* realloc(void* p, size_t size)
+  {
+    return snmalloc::reallocate(p, size);
+  }
+
+  SNMALLOC_EXPORT void* reallocarray(void* p, size_t n, size_t size)
+  {
+    size_t total;
+    if (!snmalloc::detail::checked_mul(n, size, total))
+      return nullptr;
+    return snmalloc::reallocate(p, total);
+  }
+
+  SNMALLOC_EXPORT size_t malloc_usable_size(void* p)
+  {
+    return snmalloc::alloc_size(p);
+  }
+
+  SNMALLOC_EXPORT void* memalign(size_t align, size_t size)
+  {
+    if (!snmalloc::detail::valid_alignment(align))
+    {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return snmalloc::alloc_aligned(align, size);
+  }
+
+  SNMALLOC_EXPORT void* aligned_alloc(size_t align, size_t size)
+  {
+    return memalign(align, size);
+  }
+
+  SNMALLOC_EXPORT int posix_memalign(void** out, size_t align, size_t size)
+  {
+    if (!snmalloc::detail::valid_alignment(align) || align < sizeof(void*))
+      return EINVAL;
+    void* p = snmalloc::alloc_aligned(align, size);
+    if (p == nullptr)
+      return ENOMEM;
+    *out = p;
+    return 0;
+  }
+
+  SNMALLOC_EXPORT void* valloc(size_t size)
+  {
+    return snmalloc::alloc_aligned(snmalloc::Pal::PAGE_SIZE, size);
+  }
+
+  SNMALLOC_EXPORT void* pvalloc(size_t size)
+  {
+    constexpr size_t page = snmalloc::Pal::PAGE_SIZE;
+    if (size > SIZE_MAX - page)
+    {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return snmalloc::alloc_aligned(page, snmalloc::bits::align_up(size ? size : 1, page));
+  }
+
+  // Lets tests and tools confirm that this allocator is the one in use.
+  SNMALLOC_EXPORT const char* snmalloc_identity(void)
+  {
+    return "snmalloc";
+  }
+}

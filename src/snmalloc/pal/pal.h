@@ -1,0 +1,9 @@
+#pragma once
+// Umbrella of layer pal (platform).  Higher layers include only this file and
+// use the name `Pal`.
+#include "pal_linux.h"
+
+namespace snmalloc
+{
+  using Pal = PalLinux;
+}

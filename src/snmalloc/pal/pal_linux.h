@@ -1,0 +1,93 @@
+#pragma once
+// Layer pal: Linux address-space, error, time and entropy primitives.
+// Nothing here allocates through malloc.
+
+#include "../ds_core/ds_core.h"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+namespace snmalloc
+{
+  [[noreturn]] inline void report_fatal(const char* message) noexcept
+  {
+    static const char prefix[] = "snmalloc: fatal: ";
+    // write(2) only: the heap may be the thing that is broken.
+    (void)!::write(2, prefix, sizeof(prefix) - 1);
+    (void)!::write(2, message, std::strlen(message));
+    (void)!::write(2, "\n", 1);
+    __builtin_trap();
+  }
+
+  struct PalLinux
+  {
+    static constexpr size_t PAGE_SIZE = 4096;
+
+    // Address space with no access and no commit charge; nullptr on failure.
+    static void* reserve(size_t size) noexcept
+    {
+      void* p = ::mmap(
+        nullptr,
+        size,
+        PROT_NONE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+        -1,
+        0);
+      return p == MAP_FAILED ? nullptr : p;
+    }
+
+    // Readable, writable, lazily backed memory (used for the pagemap, which is
+    // mostly never touched).  nullptr on failure.
+    static void* reserve_lazy_rw(size_t size) noexcept
+    {
+      void* p = ::mmap(
+        nullptr,
+        size,
+        PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+        -1,
+        0);
+      return p == MAP_FAILED ? nullptr : p;
+    }
+
+    // Make reserved space usable.  Pages read as zero until written.
+    static bool commit(void* p, size_t size) noexcept
+    {
+      return ::mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
+    }
+
+    // Give the physical pages back; the range stays usable and reads as zero.
+    static void decommit(void* p, size_t size) noexcept
+    {
+      (void)::madvise(p, size, MADV_DONTNEED);
+    }
+
+    static uint64_t entropy64() noexcept
+    {
+      uint64_t value = 0;
+      if (::getrandom(&value, sizeof(value), GRND_NONBLOCK) != sizeof(value))
+        value = static_cast<uint64_t>(time_ns()) ^ (uint64_t(::getpid()) << 32);
+      return value;
+    }
+
+    static int64_t time_ns() noexcept
+    {
+      timespec ts;
+      ::clock_gettime(CLOCK_REALTIME, &ts);
+      return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    }
+
+    static void pause() noexcept
+    {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      __asm__ volatile("yield");
+#endif
+    }
+  };
+} // namespace snmalloc

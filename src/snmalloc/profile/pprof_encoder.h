@@ -1,0 +1,323 @@
+#pragma once
+// Layer profile: the encode stage. Turns the dump's buckets (one per
+// distinct stack and object size) into pprof's Profile message, as laid
+// down by google/pprof proto/profile.proto; field numbers are below.
+//
+//   samples      one per bucket: [alloc_objects, alloc_space, inuse_objects,
+//                inuse_space], location ids innermost first, label bytes=N
+//   locations    one per distinct return address; address = return - 1,
+//                so it points into the call instruction
+//   functions    one per distinct demangled name
+//   mappings     executable segments of the loaded objects, main first
+//   strings      each once; string_table[0] == ""
+//
+// Symbols vs. file:line. pprof's local symbolizer (internal/symbolizer,
+// newMapping) skips every mapping that has has_functions, has_filenames or
+// has_line_numbers set, unless run with -symbolize=force. When it does
+// symbolize a mapping it *replaces* each location's lines with what
+// addr2line finds in the binary (function, file, line, inlined frames), and
+// when the binary is missing or has no symbols it keeps the lines that came
+// in the profile. So all three flags stay false: with the binary at hand
+// (build ID checked) pprof -lines shows file:line; without it the function
+// names written here are shown. Setting has_functions would freeze the
+// profile at function granularity.
+
+#include "protobuf_writer.h"
+#include "symbolize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace snmalloc::profile
+{
+  // One row of the profile: all samples with the same stack and object size.
+  struct ProfileBucket
+  {
+    const uintptr_t* frames; // Return addresses, allocation site first.
+    uint32_t depth;
+    uint64_t object_size; // Bytes each object occupies (the `bytes` label).
+    // Unbiased estimates; rounded to integers when encoded.
+    double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+  };
+
+  struct ProfileHeader
+  {
+    uint64_t period; // Mean sampling interval R in bytes.
+    int64_t time_nanos; // Wall clock of the dump.
+    int64_t duration_nanos; // Since profiling started (0 if unknown).
+  };
+
+  // Functions that are the allocator itself, for pprof's drop_frames: pprof
+  // cuts each stack at the outermost frame whose name (stripped of
+  // parameters) matches, so profiles end at the caller of malloc/new.
+  inline constexpr std::string_view allocator_frames_regex =
+    "^snmalloc::|^malloc$|^calloc$|^realloc$|^free$|^operator new|"
+    "^posix_memalign$|^aligned_alloc$|^memalign$|^valloc$|^pvalloc$|"
+    "^reallocarray$";
+
+  namespace detail
+  {
+    // Field numbers of profile.proto, only those written here.
+    namespace profile_field
+    {
+      constexpr uint32_t sample_type = 1, sample = 2, mapping = 3,
+                         location = 4, function = 5, string_table = 6,
+                         drop_frames = 7, time_nanos = 9, duration_nanos = 10,
+                         period_type = 11, period = 12, default_sample_type = 14;
+    }
+    namespace value_type_field
+    {
+      constexpr uint32_t type = 1, unit = 2;
+    }
+    namespace sample_field
+    {
+      constexpr uint32_t location_id = 1, value = 2, label = 3;
+    }
+    namespace label_field
+    {
+      constexpr uint32_t key = 1, num = 3;
+    }
+    namespace mapping_field
+    {
+      constexpr uint32_t id = 1, memory_start = 2, memory_limit = 3,
+                         file_offset = 4, filename = 5, build_id = 6;
+    }
+    namespace location_field
+    {
+      constexpr uint32_t id = 1, mapping_id = 2, address = 3, line = 4;
+    }
+    namespace line_field
+    {
+      constexpr uint32_t function_id = 1;
+    }
+    namespace function_field
+    {
+      constexpr uint32_t id = 1, name = 2, system_name = 3;
+    }
+
+    // Every string once, indexed by position; index 0 is "".
+    class StringTable
+    {
+      std::deque<std::string> strings; // A deque keeps elements in place.
+      std::unordered_map<std::string_view, int64_t> index_of;
+
+    public:
+      StringTable()
+      {
+        intern("");
+      }
+
+      int64_t intern(std::string_view text)
+      {
+        auto found = index_of.find(text);
+        if (found != index_of.end())
+          return found->second;
+        int64_t index = static_cast<int64_t>(strings.size());
+        strings.emplace_back(text);
+        index_of.emplace(strings.back(), index);
+        return index;
+      }
+
+      void write(ProtobufWriter& writer) const
+      {
+        for (const std::string& text : strings)
+          writer.bytes_field(profile_field::string_table, text.data(), text.size());
+      }
+    };
+
+    class PprofEncoder
+    {
+      ProtobufWriter writer;
+      StringTable strings;
+
+      // Location ids are positions in return_addresses, plus one.
+      std::vector<uintptr_t> return_addresses;
+      std::unordered_map<uintptr_t, uint64_t> location_of_address;
+
+      // Buckets of one stack usually share its frames array (the stack
+      // table stores each stack once), so a stack's location ids are worked
+      // out once and reused; a hash lookup per frame per bucket would be
+      // most of the encoding time.
+      struct StackLocations
+      {
+        size_t first; // Index into location_ids.
+        uint32_t depth;
+      };
+      std::vector<uint64_t> location_ids;
+      std::unordered_map<const uintptr_t*, StackLocations> stacks;
+
+      const uint64_t* stack_locations(const ProfileBucket& bucket)
+      {
+        auto cached = stacks.find(bucket.frames);
+        if (cached != stacks.end() && cached->second.depth == bucket.depth)
+          return &location_ids[cached->second.first];
+
+        size_t first = location_ids.size();
+        for (uint32_t i = 0; i < bucket.depth; i++)
+        {
+          uintptr_t address = bucket.frames[i];
+          auto [entry, inserted] =
+            location_of_address.try_emplace(address, return_addresses.size() + 1);
+          if (inserted)
+            return_addresses.push_back(address);
+          location_ids.push_back(entry->second);
+        }
+        stacks.insert_or_assign(bucket.frames, StackLocations{first, bucket.depth});
+        return &location_ids[first];
+      }
+
+      void write_value_type(uint32_t field, std::string_view type, std::string_view unit)
+      {
+        size_t message = writer.begin_message(field);
+        writer.int64_field(value_type_field::type, strings.intern(type));
+        writer.int64_field(value_type_field::unit, strings.intern(unit));
+        writer.end_message(message);
+      }
+
+      void write_sample(const ProfileBucket& bucket, int64_t bytes_label)
+      {
+        const uint64_t* locations = stack_locations(bucket);
+        const int64_t values[] = {
+          std::llround(bucket.alloc_objects),
+          std::llround(bucket.alloc_bytes),
+          std::llround(bucket.inuse_objects),
+          std::llround(bucket.inuse_bytes)};
+
+        size_t sample = writer.begin_message(profile_field::sample);
+        writer.packed_varint_field(sample_field::location_id, locations, bucket.depth);
+        writer.packed_varint_field(sample_field::value, values, 4);
+        size_t label = writer.begin_message(sample_field::label);
+        writer.int64_field(label_field::key, bytes_label);
+        writer.int64_field(label_field::num, static_cast<int64_t>(bucket.object_size));
+        writer.end_message(label);
+        writer.end_message(sample);
+      }
+
+      // Writes the mappings; returns them as (start, limit, id) sorted by
+      // start, for finding each location's mapping.
+      struct MappingRange
+      {
+        uint64_t start, limit, id;
+      };
+      std::vector<MappingRange> write_mappings()
+      {
+        std::vector<ProcessMapping> mappings = read_process_mappings();
+        std::vector<MappingRange> ranges;
+        ranges.reserve(mappings.size());
+        for (size_t i = 0; i < mappings.size(); i++)
+        {
+          const ProcessMapping& mapping = mappings[i];
+          uint64_t id = i + 1;
+          size_t message = writer.begin_message(profile_field::mapping);
+          writer.uint64_field(mapping_field::id, id);
+          writer.uint64_field(mapping_field::memory_start, mapping.start);
+          writer.uint64_field(mapping_field::memory_limit, mapping.limit);
+          writer.uint64_field(mapping_field::file_offset, mapping.file_offset);
+          writer.int64_field(mapping_field::filename, strings.intern(mapping.path));
+          writer.int64_field(mapping_field::build_id, strings.intern(mapping.build_id));
+          // has_functions/has_filenames/has_line_numbers: false, see the
+          // top of this file.
+          writer.end_message(message);
+          ranges.push_back({mapping.start, mapping.limit, id});
+        }
+        std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+          return a.start < b.start;
+        });
+        return ranges;
+      }
+
+      static uint64_t mapping_id(const std::vector<MappingRange>& ranges, uint64_t address)
+      {
+        auto after = std::upper_bound(
+          ranges.begin(), ranges.end(), address, [](uint64_t a, const MappingRange& r) {
+            return a < r.start;
+          });
+        if (after == ranges.begin() || address >= std::prev(after)->limit)
+          return 0;
+        return std::prev(after)->id;
+      }
+
+      // Writes a Location per distinct return address and a Function per
+      // distinct name.
+      void write_locations_and_functions(const std::vector<MappingRange>& ranges)
+      {
+        Symbolizer symbolizer;
+        std::unordered_map<int64_t, uint64_t> function_of_name;
+        std::vector<int64_t> function_names; // Function id - 1 -> string.
+        for (size_t i = 0; i < return_addresses.size(); i++)
+        {
+          // Return address - 1 lies in the call instruction, so it belongs
+          // to the caller's function and line even when the call is last.
+          uint64_t address = return_addresses[i] == 0 ? 0 : return_addresses[i] - 1;
+          size_t message = writer.begin_message(profile_field::location);
+          writer.uint64_field(location_field::id, i + 1);
+          writer.uint64_field(location_field::mapping_id, mapping_id(ranges, address));
+          writer.uint64_field(location_field::address, address);
+          const std::string& name = symbolizer.function_name(address);
+          if (!name.empty())
+          {
+            int64_t name_index = strings.intern(name);
+            auto [entry, inserted] =
+              function_of_name.try_emplace(name_index, function_names.size() + 1);
+            if (inserted)
+              function_names.push_back(name_index);
+            size_t line = writer.begin_message(location_field::line);
+            writer.uint64_field(line_field::function_id, entry->second);
+            writer.end_message(line);
+          }
+          writer.end_message(message);
+        }
+
+        for (size_t i = 0; i < function_names.size(); i++)
+        {
+          size_t message = writer.begin_message(profile_field::function);
+          writer.uint64_field(function_field::id, i + 1);
+          writer.int64_field(function_field::name, function_names[i]);
+          writer.int64_field(function_field::system_name, function_names[i]);
+          writer.end_message(message);
+        }
+      }
+
+    public:
+      explicit PprofEncoder(std::vector<uint8_t>& out) : writer(out) {}
+
+      void encode(const ProfileHeader& header, const ProfileBucket* buckets, size_t count)
+      {
+        write_value_type(profile_field::sample_type, "alloc_objects", "count");
+        write_value_type(profile_field::sample_type, "alloc_space", "bytes");
+        write_value_type(profile_field::sample_type, "inuse_objects", "count");
+        write_value_type(profile_field::sample_type, "inuse_space", "bytes");
+
+        int64_t bytes_label = strings.intern("bytes");
+        for (size_t i = 0; i < count; i++)
+          write_sample(buckets[i], bytes_label);
+
+        write_locations_and_functions(write_mappings());
+
+        writer.int64_field(profile_field::drop_frames, strings.intern(allocator_frames_regex));
+        writer.int64_field(profile_field::time_nanos, header.time_nanos);
+        writer.int64_field(profile_field::duration_nanos, header.duration_nanos);
+        write_value_type(profile_field::period_type, "space", "bytes");
+        writer.uint64_field(profile_field::period, header.period);
+        writer.int64_field(profile_field::default_sample_type, strings.intern("inuse_space"));
+        strings.write(writer);
+      }
+    };
+  } // namespace detail
+
+  // Appends the uncompressed pprof encoding of the buckets to `out`.
+  inline void encode_pprof(
+    const ProfileHeader& header,
+    const ProfileBucket* buckets,
+    size_t count,
+    std::vector<uint8_t>& out)
+  {
+    detail::PprofEncoder(out).encode(header, buckets, count);
+  }
+} // namespace snmalloc::profile

@@ -1,0 +1,5 @@
+#pragma once
+// The umbrella header: the allocator's C++ API (snmalloc::alloc, dealloc,
+// alloc_size, alloc_aligned, reallocate) and, in profiling builds,
+// snmalloc::profile::{start, stop, is_active, dump}.
+#include "global/global.h"
