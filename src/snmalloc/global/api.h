@@ -12,7 +12,7 @@ namespace snmalloc
 
   // ---- slow paths -------------------------------------------------------
 
-  inline void* alloc_with(Alloc& core, Local& local, size_t size, size_t align, bool zero)
+  SNMALLOC_FAST_PATH void* alloc_with(Alloc& core, Local& local, size_t size, size_t align, bool zero)
   {
     if (size == 0)
       size = 1;
@@ -36,6 +36,7 @@ namespace snmalloc
   // The fast list was empty, or the size is zero or large.
   SNMALLOC_SLOW_PATH inline void* alloc_slow(size_t size, size_t align, bool zero) noexcept
   {
+    Profiler::entered_slow_path(__builtin_return_address(0));
     Local& local = local_cache;
     if (SNMALLOC_UNLIKELY(local.core == nullptr))
     {

@@ -83,7 +83,7 @@ namespace snmalloc
   public:
     // `owner_value` is what this allocator's pagemap entries say: its own
     // address for a thread's allocator, a tag for the profile pool's.
-    explicit CoreAlloc(uintptr_t owner_value) : owner_value_(owner_value) {}
+    constexpr explicit CoreAlloc(uintptr_t owner_value) : owner_value_(owner_value) {}
 
     uintptr_t owner_value() const
     {

@@ -10,6 +10,7 @@
 //                                        sample point
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
+//   entered_slow_path(return_address)    alloc_slow: where the stack is cut
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 // The malloc and free fast paths call none of them.
 
@@ -28,6 +29,7 @@ namespace snmalloc
       {}
     };
 
+    static void entered_slow_path(void*) {}
     static void prefork() {}
     static void postfork() {}
 

@@ -54,12 +54,14 @@ namespace snmalloc::profile
   };
 
   // Functions that are the allocator itself, for pprof's drop_frames: pprof
-  // cuts each stack at the outermost frame whose name (stripped of
+  // cuts each stack at the outermost frame whose name (stripped of its
   // parameters) matches, so profiles end at the caller of malloc/new.
+  // pprof compiles this as "^(" + regex + ")$" (profile/prune.go,
+  // RemoveUninteresting), so each alternative must match a whole name:
+  // "snmalloc::.*", not "^snmalloc::".
   inline constexpr std::string_view allocator_frames_regex =
-    "^snmalloc::|^malloc$|^calloc$|^realloc$|^free$|^operator new|"
-    "^posix_memalign$|^aligned_alloc$|^memalign$|^valloc$|^pvalloc$|"
-    "^reallocarray$";
+    "snmalloc::.*|malloc|calloc|realloc|reallocarray|free|posix_memalign|"
+    "aligned_alloc|memalign|valloc|pvalloc|operator new.*";
 
   namespace detail
   {

@@ -28,8 +28,6 @@ namespace snmalloc::profile
   {
     std::vector<uint8_t>& out;
 
-    static constexpr size_t max_varint_size = 10;
-
     // Writes the varint of `value` at `at`; returns the bytes used.
     static size_t put_varint(uint8_t* at, uint64_t value)
     {
@@ -61,9 +59,12 @@ namespace snmalloc::profile
 
     void varint(uint64_t value)
     {
-      uint8_t bytes[max_varint_size];
-      size_t used = put_varint(bytes, value);
-      out.insert(out.end(), bytes, bytes + used);
+      while (value >= 0x80)
+      {
+        out.push_back(static_cast<uint8_t>(value | 0x80));
+        value >>= 7;
+      }
+      out.push_back(static_cast<uint8_t>(value));
     }
 
     void tag(uint32_t field, WireType type)

@@ -1,0 +1,132 @@
+#pragma once
+// Layer profile: the C++ API.
+//
+//   start(R)   begin sampling, one sample per R allocated bytes on average
+//              (R >= 1; R == 1 samples every allocation).  Threads pick the
+//              new interval up at their next refill.  Calling start again
+//              changes R; samples already taken keep the R they were taken
+//              with, which the dump uses to unbias them.
+//   stop()     take no more samples.  Samples already taken stay in the
+//              profile until their objects are freed, so a dump after stop
+//              still shows what is live.
+//   dump(path) write a gzipped pprof profile of the live heap (inuse_*) and
+//              of everything sampled since the process started (alloc_*).
+//              Safe while other threads allocate and free: each thread's
+//              samples are copied under a short lock, the rest runs
+//              unlocked.  Written to a temporary file renamed into place,
+//              so readers never see half a profile.  Returns the errno of
+//              what failed, never aborts.
+
+#include "dump_file.h"
+#include "pprof_encoder.h"
+#include "snapshot.h"
+
+#include <cstring>
+
+namespace snmalloc::profile
+{
+  struct DumpResult
+  {
+    int error = 0;
+
+    bool ok() const
+    {
+      return error == 0;
+    }
+
+    const char* message() const
+    {
+      return error == 0 ? "ok" : std::strerror(error);
+    }
+  };
+
+  inline int start(size_t mean_interval_bytes = DEFAULT_INTERVAL)
+  {
+    if (mean_interval_bytes == 0)
+      return EINVAL;
+    if (settings.interval.load() == 0)
+      settings.start_time_ns.store(Pal::time_ns());
+    settings.interval.store(mean_interval_bytes);
+    settings.epoch.fetch_add(1, std::memory_order_release);
+    return 0;
+  }
+
+  inline int stop()
+  {
+    settings.interval.store(0);
+    settings.epoch.fetch_add(1, std::memory_order_release);
+    return 0;
+  }
+
+  inline bool is_active()
+  {
+    return settings.interval.load() != 0;
+  }
+
+  inline size_t interval()
+  {
+    return settings.interval.load();
+  }
+
+  // Frames recorded per sample (1..MAX_DEPTH); default 64.
+  inline int set_max_depth(size_t depth)
+  {
+    if (depth == 0 || depth > MAX_DEPTH)
+      return EINVAL;
+    settings.max_depth.store(depth);
+    return 0;
+  }
+
+  // Replace the stack source (nullptr restores libunwind).  For tests.
+  inline void set_stack_source(StackSource source)
+  {
+    stack_source.store(source, std::memory_order_release);
+  }
+
+  namespace detail
+  {
+    inline std::vector<uint8_t> encode_current_profile()
+    {
+      Buckets b = aggregate(snapshot_live_samples());
+      int64_t now = Pal::time_ns();
+      int64_t started = settings.start_time_ns.load();
+      size_t r = settings.interval.load();
+      ProfileHeader header{r != 0 ? r : DEFAULT_INTERVAL, now, started != 0 ? now - started : 0};
+      std::vector<uint8_t> bytes;
+      encode_pprof(header, b.rows.data(), b.rows.size(), bytes);
+      return bytes;
+    }
+  } // namespace detail
+
+  inline DumpResult dump(const char* path)
+  {
+    if (path == nullptr || *path == '\0')
+      return {EINVAL};
+    ProfilerGuard guard;
+    try
+    {
+      std::vector<uint8_t> bytes = detail::encode_current_profile();
+      return {write_gzip_file_atomic(path, bytes.data(), bytes.size())};
+    }
+    catch (const std::bad_alloc&)
+    {
+      return {ENOMEM};
+    }
+  }
+
+  inline DumpResult dump(int fd)
+  {
+    if (fd < 0)
+      return {EBADF};
+    ProfilerGuard guard;
+    try
+    {
+      std::vector<uint8_t> bytes = detail::encode_current_profile();
+      return {write_gzip_fd(fd, bytes.data(), bytes.size())};
+    }
+    catch (const std::bad_alloc&)
+    {
+      return {ENOMEM};
+    }
+  }
+} // namespace snmalloc::profile

@@ -1,0 +1,17 @@
+#pragma once
+// Umbrella of layer profile: heap profiling.  Included by the allocator
+// (global/config_profiler.h) only when SNMALLOC_PROFILE is on.  Includes
+// mem, backend, ds, pal and ds_core; nothing in those includes it.
+//
+// Pipeline, one file per stage:
+//   decide    sampler.h         Poisson sample points, free-list split
+//   record    stack_capture.h   libunwind raw return addresses
+//             stack_table.h     interned stacks + cumulative counts
+//   keep      sample_list.h     per-allocator live sample lists
+//             profile_pool.h    the secondary allocator for sampled objects
+//   hooks     profiler.h        what the allocator calls
+//   snapshot  snapshot.h        copy under locks, unbias, aggregate
+//   encode    pprof_encoder.h, protobuf_writer.h, symbolize.h
+//   write     dump_file.h       gzip, temp file + rename
+//   API       control.h         start / stop / is_active / dump
+#include "control.h"

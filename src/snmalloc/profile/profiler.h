@@ -1,0 +1,167 @@
+#pragma once
+// Layer profile: the Profiler policy, the hooks through which sampling
+// enters the allocator (the interface is described in mem/no_profiler.h).
+// Every hook runs on a slow path.
+
+#include "profile_pool.h"
+#include "sampler.h"
+
+#include <sys/syscall.h>
+
+namespace snmalloc::profile
+{
+  // Unbiased weight of one sampled object of `size` bytes taken at mean
+  // interval R: it stands for 1 / (1 - exp(-size/R)) objects.
+  inline double sample_weight(size_t size, size_t interval)
+  {
+    return 1.0 / -std::expm1(-double(size) / double(interval));
+  }
+
+  // Record a sample: stack, stack-table entry, pool block, list entry.
+  // nullptr when this thread is already inside the profiler or memory is
+  // exhausted; the caller then serves the allocation normally.
+  SNMALLOC_SLOW_PATH inline void* take_sample(
+    SampleList& list, size_t requested, size_t size, size_t align, bool zero, size_t interval)
+  {
+    if (in_profiler)
+      return nullptr;
+    ProfilerGuard guard;
+    uintptr_t frames[MAX_DEPTH];
+    size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
+    double w = sample_weight(size, interval);
+    uint32_t id = stack_table.record(frames, depth, size, w, w * double(size));
+    if (id == StackTable::NO_ID)
+      return nullptr;
+    SampleRecord* r = profile_pool.alloc(size, align, zero);
+    if (r == nullptr)
+      return nullptr;
+    r->requested_size = requested;
+    r->allocated_size = size;
+    r->interval = interval;
+    r->time_ns = Pal::time_ns();
+    r->stack_id = id;
+    r->thread_id = uint32_t(::syscall(SYS_gettid));
+    if (!list.registered)
+    {
+      list.registered = true;
+      sample_lists.add(&list);
+    }
+    list.insert(r);
+    return r->object();
+  }
+
+  struct Profiler
+  {
+    static constexpr bool enabled = true;
+
+    class CoreState
+    {
+      Sampler sampler_;
+      Batch held_[NUM_SMALL_CLASSES];
+      SampleList samples_;
+
+    public:
+      bool sample_due(sizeclass_t sc) const
+      {
+        return held_[sc].head != nullptr;
+      }
+
+      // Keep back the objects from the next sample point on.
+      Batch split(sizeclass_t sc, Batch b)
+      {
+        if (!sampler_.refresh())
+          return b;
+        size_t before = sampler_.objects_before_point(b.count, sizeclass_to_size(sc));
+        if (before == b.count)
+          return b;
+        Batch front = b.take_front(before);
+        held_[sc] = b;
+        return front;
+      }
+
+      // The fast list ran dry at a sample point: serve this allocation from
+      // the pool, give back the object the point fell in, hand out the rest.
+      template<typename Core>
+      SNMALLOC_SLOW_PATH void* alloc_at_sample_point(
+        Core& core, FreeObject*& fast, sizeclass_t sc, size_t size, size_t align)
+      {
+        Batch held = held_[sc];
+        held_[sc] = {};
+        FreeObject* point = held.pop();
+        void* result = point;
+        if (sampler_.refresh())
+        {
+          size_t s = sizeclass_to_size(sc);
+          if (void* p = take_sample(samples_, size, s, align, false, sampler_.interval()))
+          {
+            core.dealloc_local(point, reinterpret_cast<SlabMeta*>(pagemap.entry_of(point).get_meta()));
+            result = p;
+          }
+        }
+        if (held.head != nullptr)
+          fast = split(sc, held).head;
+        return result;
+      }
+
+      template<typename Core>
+      SNMALLOC_SLOW_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
+      {
+        if (!sampler_.refresh())
+          return nullptr;
+        size_t s = large_size(size, align);
+        if (!sampler_.large_contains_point(s))
+          return nullptr;
+        return take_sample(samples_, size, s, align, zero, sampler_.interval());
+      }
+
+      // Thread exit: held-back objects return to their slabs.  The sample
+      // list stays with the pooled allocator.
+      template<typename Core>
+      void flush(Core& core)
+      {
+        for (Batch& b : held_)
+        {
+          while (b.head != nullptr)
+          {
+            FreeObject* f = b.pop();
+            core.dealloc_local(f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
+          }
+          b = {};
+        }
+      }
+    };
+
+    // alloc_slow was entered from `return_address` (see stack_capture.h).
+    static void entered_slow_path(void* return_address)
+    {
+      slow_path_return_address = reinterpret_cast<uintptr_t>(return_address);
+    }
+
+    static void dealloc_sampled(void* p)
+    {
+      SampleRecord* r = SampleRecord::of(p);
+      r->list->remove(r);
+      profile_pool.dealloc(r);
+    }
+
+    static size_t usable_size(const void* p)
+    {
+      return SampleRecord::of(p)->allocated_size;
+    }
+
+    // Hold every profiler lock across fork() (see global/thread_alloc.h).
+    static void prefork()
+    {
+      stack_table.prefork();
+      sample_lists.for_each([](SampleList& l) { l.lock.lock(); });
+      profile_pool.prefork();
+    }
+
+    static void postfork()
+    {
+      profile_pool.postfork();
+      sample_lists.for_each([](SampleList& l) { l.lock.unlock(); });
+      stack_table.postfork();
+    }
+  };
+} // namespace snmalloc::profile

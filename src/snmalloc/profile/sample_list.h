@@ -1,0 +1,105 @@
+#pragma once
+// Layer profile, stage "keep": the live samples.
+//
+// A sampled object lives in the profile pool with its SampleRecord in a
+// header just below it, so free() finds the record from the pointer alone.
+// Each allocator owns a SampleList of the samples it took: recording touches
+// only the sampling thread's own list.  A free on another thread follows
+// the record's back-pointer and unlinks under that list's lock, which is
+// otherwise contended only by a dump.  Lists belong to pooled allocators,
+// not to OS threads, so samples of exited threads stay listed; every list
+// is registered once, forever, for the dump to walk.
+
+#include "stack_table.h"
+
+namespace snmalloc::profile
+{
+  struct SampleList;
+
+  struct SampleRecord
+  {
+    SampleRecord* prev;
+    SampleRecord* next;
+    SampleList* list;
+    void* block; // the pool block holding record and object
+    size_t requested_size;
+    size_t allocated_size; // the sizeclass size the object stands in for
+    size_t interval; // R when it was sampled
+    int64_t time_ns;
+    uint32_t stack_id;
+    uint32_t thread_id;
+    bool large_block;
+
+    void* object()
+    {
+      return reinterpret_cast<char*>(this) + sizeof(SampleRecord);
+    }
+
+    static SampleRecord* of(const void* object)
+    {
+      return reinterpret_cast<SampleRecord*>(
+        const_cast<char*>(static_cast<const char*>(object)) - sizeof(SampleRecord));
+    }
+  };
+
+  static_assert(sizeof(SampleRecord) % 16 == 0, "objects must stay 16-byte aligned");
+
+  struct SampleList
+  {
+    SpinLock lock;
+    SampleRecord* head = nullptr;
+    size_t count = 0;
+    SampleList* next_registered = nullptr;
+    bool registered = false;
+
+    void insert(SampleRecord* r)
+    {
+      r->list = this;
+      r->prev = nullptr;
+      LockGuard g(lock);
+      r->next = head;
+      if (head != nullptr)
+        head->prev = r;
+      head = r;
+      count++;
+    }
+
+    void remove(SampleRecord* r)
+    {
+      LockGuard g(lock);
+      if (r->prev != nullptr)
+        r->prev->next = r->next;
+      else
+        head = r->next;
+      if (r->next != nullptr)
+        r->next->prev = r->prev;
+      count--;
+    }
+  };
+
+  class SampleListRegistry
+  {
+    std::atomic<SampleList*> head_{nullptr};
+
+  public:
+    void add(SampleList* list)
+    {
+      SampleList* old = head_.load(std::memory_order_relaxed);
+      do
+      {
+        list->next_registered = old;
+      } while (!head_.compare_exchange_weak(
+        old, list, std::memory_order_release, std::memory_order_relaxed));
+    }
+
+    template<typename F>
+    void for_each(F&& f)
+    {
+      for (SampleList* l = head_.load(std::memory_order_acquire); l != nullptr;
+           l = l->next_registered)
+        f(*l);
+    }
+  };
+
+  inline SampleListRegistry sample_lists;
+} // namespace snmalloc::profile

@@ -1,0 +1,47 @@
+#pragma once
+// Layer profile: the process-wide profiling settings that start() and
+// stop() change and every thread's sampler reads at its next refill.
+
+#include "../ds/ds.h"
+
+namespace snmalloc::profile
+{
+  constexpr size_t DEFAULT_INTERVAL = size_t(512) * 1024;
+  constexpr size_t DEFAULT_DEPTH = 64;
+  constexpr size_t MAX_DEPTH = 256;
+
+  struct Settings
+  {
+    // Mean sampling interval in bytes; 0 while profiling is stopped.
+    std::atomic<size_t> interval{0};
+    // Bumped by every start() and stop(): a sampler that sees a new epoch
+    // redraws its distance to the next sample with the new interval.
+    std::atomic<uint64_t> epoch{0};
+    std::atomic<size_t> max_depth{DEFAULT_DEPTH};
+    std::atomic<int64_t> start_time_ns{0};
+  };
+
+  inline Settings settings;
+
+  // Set while this thread is inside the profiler (capturing a stack,
+  // dumping): allocations it makes then are never sampled, so the unwinder
+  // and the dump may call malloc without recursing into the profiler.
+  inline thread_local bool in_profiler = false;
+
+  class ProfilerGuard
+  {
+    bool was_;
+
+  public:
+    ProfilerGuard() : was_(in_profiler)
+    {
+      in_profiler = true;
+    }
+    ~ProfilerGuard()
+    {
+      in_profiler = was_;
+    }
+    ProfilerGuard(const ProfilerGuard&) = delete;
+    ProfilerGuard& operator=(const ProfilerGuard&) = delete;
+  };
+} // namespace snmalloc::profile

@@ -1,0 +1,83 @@
+#pragma once
+// Layer profile, stage "snapshot": a consistent copy of the live samples
+// and their aggregation into profile buckets.
+//
+// Records are copied under each list's lock into memory reserved before the
+// lock is taken (the copy never allocates while a lock is held); all the
+// rest, aggregation, symbolisation and encoding, happens outside every lock.
+// A sample freed concurrently is either in the copy or not; nothing else
+// waits for a dump except a free of a sampled object of the list being
+// copied.
+
+#include "profiler.h"
+
+#include <vector>
+
+namespace snmalloc::profile
+{
+  struct LiveSample
+  {
+    uintptr_t address;
+    size_t requested_size;
+    size_t allocated_size;
+    size_t interval;
+    int64_t time_ns;
+    uint32_t stack_id;
+    uint32_t thread_id;
+  };
+
+  // Every live sample.  Call with the ProfilerGuard held.
+  inline std::vector<LiveSample> snapshot_live_samples()
+  {
+    std::vector<LiveSample> out;
+    sample_lists.for_each([&](SampleList& list) {
+      for (;;)
+      {
+        size_t want = out.size() + list.count + 64;
+        if (out.capacity() < want)
+          out.reserve(want * 2);
+        LockGuard g(list.lock);
+        if (out.size() + list.count > out.capacity())
+          continue; // grew meanwhile; reserve more outside the lock
+        for (SampleRecord* r = list.head; r != nullptr; r = r->next)
+          out.push_back(LiveSample{
+            reinterpret_cast<uintptr_t>(r->object()),
+            r->requested_size,
+            r->allocated_size,
+            r->interval,
+            r->time_ns,
+            r->stack_id,
+            r->thread_id});
+        return;
+      }
+    });
+    return out;
+  }
+
+  // Per stack-table entry: cumulative allocations (from the table) and the
+  // live ones (weighted with the interval each was sampled at).
+  struct Buckets
+  {
+    std::vector<const StackEntry*> entries;
+    std::vector<ProfileBucket> rows;
+  };
+
+  inline Buckets aggregate(const std::vector<LiveSample>& live)
+  {
+    Buckets b;
+    stack_table.for_each([&](const StackEntry& e) {
+      b.entries.push_back(&e);
+      b.rows.push_back(ProfileBucket{
+        e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0});
+    });
+    for (const LiveSample& s : live)
+    {
+      if (s.stack_id >= b.rows.size())
+        continue;
+      double w = sample_weight(s.allocated_size, s.interval);
+      b.rows[s.stack_id].inuse_objects += w;
+      b.rows[s.stack_id].inuse_bytes += w * double(s.allocated_size);
+    }
+    return b;
+  }
+} // namespace snmalloc::profile
