@@ -51,6 +51,7 @@ class Allocator:
 class Run:
     ok: bool
     ops_per_sec: float = 0.0
+    ops_per_cpu_sec: float = 0.0
     peak_rss_kib: int = 0
     error: str = ""
 
@@ -141,7 +142,7 @@ def run_once(program, args, allocator, workdir):
         detail = (stderr.strip() or stdout.strip())[-400:]
         return Run(False, error=f"{how}: {detail}" if detail else how)
     fields = dict(item.split("=", 1) for item in match.group(1).split())
-    return Run(True, float(fields["ops_per_sec"]), int(time_report.split()[-1]))
+    return Run(True, float(fields["ops_per_sec"]), float(fields["ops_per_cpu_sec"]), int(time_report.split()[-1]))
 
 
 def measure(workloads, allocators, runs, perf_dir, threads, extra_args):
@@ -162,16 +163,24 @@ def measure(workloads, allocators, runs, perf_dir, threads, extra_args):
     return results
 
 
-def medians(runs):
-    good = [r for r in runs if r.ok]
-    if not good:
-        return None
-    return (
-        statistics.median(r.ops_per_sec for r in good),
-        statistics.median(r.peak_rss_kib for r in good),
-        (max(r.ops_per_sec for r in good) - min(r.ops_per_sec for r in good))
-        / statistics.median(r.ops_per_sec for r in good),
-    )
+# What the tables show: (heading, Run field, higher is better, format).
+METRICS = {
+    "wall": ("Median ops/sec (wall clock)", "ops_per_sec", True, lambda v: rate(v)),
+    "cpu": ("Median ops per CPU-second (user + system, all threads)", "ops_per_cpu_sec", True, lambda v: rate(v)),
+    "rss": ("Median peak RSS (MiB)", "peak_rss_kib", False, lambda v: f"{v / 1024:.1f}"),
+}
+
+
+def median_of(runs, field):
+    """Median over the successful runs, or None if every run failed."""
+    values = [getattr(r, field) for r in runs if r.ok]
+    return statistics.median(values) if values else None
+
+
+def spread_of(runs, field):
+    """(max - min) / median over the successful runs."""
+    values = [getattr(r, field) for r in runs if r.ok]
+    return (max(values) - min(values)) / statistics.median(values) if values else None
 
 
 def rate(ops_per_sec):
@@ -182,62 +191,62 @@ def rate(ops_per_sec):
     return f"{ops_per_sec:.3g}"
 
 
-def compare_table(results, names):
-    lines = [
-        "Median ops/sec with the ratio to the best allocator of the workload; "
-        "peak RSS (MiB) with the ratio to the smallest.",
-        "",
-        "| workload | " + " | ".join(names) + " |",
-        "| --- | " + " | ".join("---:" for _ in names) + " |",
-    ]
-    spread_rows = []
+def markdown(header, rows):
+    return "\n".join(
+        ["| " + " | ".join(header) + " |", "| --- | " + " | ".join("---:" for _ in header[1:]) + " |"]
+        + ["| " + " | ".join(row) + " |" for row in rows]
+    )
+
+
+def compare_table(results, names, metric):
+    """One table: workloads down, allocators across, each cell the median
+    and, in brackets, its ratio to the best allocator of the workload."""
+    heading, field, higher_is_better, show = METRICS[metric]
+    rows = []
     for workload, by_allocator in results.items():
-        stats = {n: medians(by_allocator[n]) for n in names}
-        fastest = max((s[0] for s in stats.values() if s), default=0)
-        smallest = min((s[1] for s in stats.values() if s), default=0)
-        speed, memory, spread = [], [], []
-        for n in names:
-            s = stats[n]
-            if s is None:
-                speed.append("failed")
-                memory.append("failed")
-                spread.append("-")
-                continue
-            speed.append(f"{rate(s[0])} ({s[0] / fastest:.2f})")
-            memory.append(f"{s[1] / 1024:.1f} ({s[1] / smallest:.2f})")
-            spread.append(f"{100 * s[2]:.0f}%")
-        lines.append(f"| {workload} ops/s | " + " | ".join(speed) + " |")
-        lines.append(f"| {workload} RSS | " + " | ".join(memory) + " |")
-        spread_rows.append(f"| {workload} | " + " | ".join(spread) + " |")
-    lines += [
-        "",
-        "Run-to-run spread of ops/sec, (max - min) / median:",
-        "",
-        "| workload | " + " | ".join(names) + " |",
-        "| --- | " + " | ".join("---:" for _ in names) + " |",
-        *spread_rows,
-    ]
-    return "\n".join(lines)
+        values = {n: median_of(by_allocator[n], field) for n in names}
+        known = [v for v in values.values() if v is not None]
+        best = (max if higher_is_better else min)(known) if known else None
+        rows.append([workload] + [
+            "failed" if v is None else f"{show(v)} ({v / best:.2f})" for v in (values[n] for n in names)
+        ])
+    ratio = "best" if higher_is_better else "smallest"
+    return f"{heading}, ratio to the {ratio} in brackets:\n\n" + markdown(["workload", *names], rows)
+
+
+def spread_table(results, names):
+    rows = []
+    for workload, by_allocator in results.items():
+        spreads = (spread_of(by_allocator[n], "ops_per_sec") for n in names)
+        rows.append([workload] + ["-" if s is None else f"{100 * s:.0f}%" for s in spreads])
+    return "Run-to-run spread of wall-clock ops/sec, (max - min) / median:\n\n" + markdown(["workload", *names], rows)
 
 
 def overhead_table(results, available):
-    pairs = [(b, p) for b, p in OVERHEAD_PAIRS if b in available and p in available]
-    lines = [
-        "Profiled / unprofiled, medians: throughput ratio (1.00 = no cost) and peak RSS ratio.",
-        "",
-        "| workload | " + " | ".join(f"{p} vs {b}: ops/s, RSS" for b, p in pairs) + " |",
-        "| --- | " + " | ".join("---:" for _ in pairs) + " |",
-    ]
-    for workload, by_allocator in results.items():
-        cells = []
-        for base, profiled in pairs:
-            b, p = medians(by_allocator[base]), medians(by_allocator[profiled])
-            if b is None or p is None:
-                cells.append("failed")
-            else:
-                cells.append(f"{p[0] / b[0]:.3f}, {p[1] / b[1]:.2f}")
-        lines.append(f"| {workload} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """One table per profiler: its throughput and peak RSS next to the same
+    allocator's without profiling, as medians and ratios."""
+    tables = []
+    for base, profiled in OVERHEAD_PAIRS:
+        if base not in available or profiled not in available:
+            continue
+        rows = []
+        for workload, by_allocator in results.items():
+            row = [workload]
+            for field in ("ops_per_sec", "ops_per_cpu_sec", "peak_rss_kib"):
+                b, p = median_of(by_allocator[base], field), median_of(by_allocator[profiled], field)
+                if b is None or p is None:
+                    row += ["failed"] * 3
+                else:
+                    show = METRICS["rss"][3] if field == "peak_rss_kib" else rate
+                    row += [show(b), show(p), f"{p / b:.3f}"]
+            rows.append(row)
+        header = ["workload"] + [
+            f"{what} {column}"
+            for what in ("ops/s", "ops/CPU-s", "RSS MiB")
+            for column in (base, profiled, "ratio")
+        ]
+        tables.append(f"{profiled} against {base} (medians; ratio = profiled / plain):\n\n" + markdown(header, rows))
+    return "\n\n".join(tables)
 
 
 def failures(results):
@@ -271,7 +280,10 @@ def run_mode(mode, options):
     print(f"### {mode}: {options.runs} runs per cell, {options.threads} threads for "
           f"{', '.join(sorted(MULTI_THREADED))}")
     print()
-    print(compare_table(results, names) if mode == "compare" else overhead_table(results, set(names)))
+    if mode == "compare":
+        print("\n\n".join([*(compare_table(results, names, m) for m in METRICS), spread_table(results, names)]))
+    else:
+        print(overhead_table(results, set(names)))
     failed = failures(results)
     if failed:
         print("\nFailed runs:\n")

@@ -88,8 +88,8 @@ int main(int argc, char** argv)
   }
   for (Slot& slot : live)
     release(slot);
-  double seconds = stopwatch.seconds();
+  bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("churn", 1, done, seconds);
+  bench::report("churn", 1, done, elapsed);
   return 0;
 }

@@ -1,5 +1,5 @@
 // The benchmark harness shared by every program in this folder: command
-// line, wall-clock timing, failure reporting and the one machine-readable
+// line, wall and CPU timing, failure reporting and the one machine-readable
 // result line that scripts/bench.py reads.
 //
 // The programs use plain malloc/free/realloc/new and never link the
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/resource.h>
 
 namespace bench
 {
@@ -65,27 +66,49 @@ namespace bench
     return options;
   }
 
+  struct Elapsed
+  {
+    double wall_seconds;
+    // User + system time of all threads: on a machine shared with other
+    // jobs it varies much less than wall time, as waiting for a CPU is not
+    // counted.
+    double cpu_seconds;
+  };
+
+  inline double process_cpu_seconds()
+  {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+
   class Stopwatch
   {
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    double start_cpu_ = process_cpu_seconds();
 
   public:
-    double seconds() const
+    Elapsed elapsed() const
     {
-      std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
-      return elapsed.count();
+      std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start_;
+      return Elapsed{wall.count(), process_cpu_seconds() - start_cpu_};
     }
   };
 
   // `threads` is the number of threads that allocate or free.
-  inline void report(const char* name, unsigned threads, uint64_t ops, double seconds)
+  inline void report(const char* name, unsigned threads, uint64_t ops, const Elapsed& elapsed)
   {
+    double count = static_cast<double>(ops);
     std::printf(
-      "RESULT name=%s ops=%llu seconds=%.6f ops_per_sec=%.1f threads=%u\n",
+      "RESULT name=%s ops=%llu seconds=%.6f ops_per_sec=%.1f cpu_seconds=%.6f "
+      "ops_per_cpu_sec=%.1f threads=%u\n",
       name,
       static_cast<unsigned long long>(ops),
-      seconds,
-      static_cast<double>(ops) / seconds,
+      elapsed.wall_seconds,
+      count / elapsed.wall_seconds,
+      elapsed.cpu_seconds,
+      count / elapsed.cpu_seconds,
       threads);
   }
 } // namespace bench

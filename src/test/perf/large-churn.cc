@@ -65,8 +65,8 @@ int main(int argc, char** argv)
   }
   for (const Block& slot : live)
     free_block(slot);
-  double seconds = stopwatch.seconds();
+  bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("large-churn", 1, options.ops, seconds);
+  bench::report("large-churn", 1, options.ops, elapsed);
   return 0;
 }

@@ -148,8 +148,8 @@ int main(int argc, char** argv)
     threads.emplace_back(worker, std::ref(shared), i);
   for (std::thread& thread : threads)
     thread.join();
-  double seconds = stopwatch.seconds();
+  bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("larson", options.threads, shared.ops_per_thread * options.threads, seconds);
+  bench::report("larson", options.threads, shared.ops_per_thread * options.threads, elapsed);
   return 0;
 }

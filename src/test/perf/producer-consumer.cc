@@ -139,8 +139,8 @@ int main(int argc, char** argv)
     threads.emplace_back(consume, std::ref(queue));
   for (std::thread& thread : threads)
     thread.join();
-  double seconds = stopwatch.seconds();
+  bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("producer-consumer", producers + consumers, per_producer * producers, seconds);
+  bench::report("producer-consumer", producers + consumers, per_producer * producers, elapsed);
   return 0;
 }

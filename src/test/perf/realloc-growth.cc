@@ -105,8 +105,8 @@ int main(int argc, char** argv)
   }
   for (GrowingBuffer& buffer : growing)
     finish(buffer);
-  double seconds = stopwatch.seconds();
+  bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("realloc-growth", 1, options.ops, seconds);
+  bench::report("realloc-growth", 1, options.ops, elapsed);
   return 0;
 }
