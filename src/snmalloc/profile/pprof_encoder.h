@@ -11,16 +11,22 @@
 //   mappings     executable segments of the loaded objects, main first
 //   strings      each once; string_table[0] == ""
 //
-// Symbols vs. file:line. pprof's local symbolizer (internal/symbolizer,
-// newMapping) skips every mapping that has has_functions, has_filenames or
-// has_line_numbers set, unless run with -symbolize=force. When it does
-// symbolize a mapping it *replaces* each location's lines with what
-// addr2line finds in the binary (function, file, line, inlined frames), and
-// when the binary is missing or has no symbols it keeps the lines that came
-// in the profile. So all three flags stay false: with the binary at hand
-// (build ID checked) pprof -lines shows file:line; without it the function
-// names written here are shown. Setting has_functions would freeze the
-// profile at function granularity.
+// Function names vs. file:line. pprof's symbolizer (google/pprof
+// internal/symbolizer, newMapping) leaves alone every mapping that has
+// has_functions, has_filenames or has_line_numbers set, unless run with
+// -symbolize=force; a mapping it does symbolize has each location's lines
+// *replaced* by what it finds in the binary. `go tool pprof` (Go 1.19,
+// cmd/pprof objTool) finds those with Go's own DWARF reader, which takes a
+// function's name from DW_AT_name of the DIE holding its code range
+// ("TODO: AT_linkage_name"); for C++ functions in a namespace or class that
+// DIE has only DW_AT_specification, so they come back nameless (shown as
+// "[binary]"), snmalloc:: frames included, which defeats drop_frames.
+// Measured in the tests: file:line appear, namespaced names vanish.
+// So has_functions is set: by default pprof shows the names written here,
+// and `-symbolize=force` still gets file:line from a binary with debug info
+// (with Go's pprof: names of global functions only; the standalone pprof
+// uses llvm-symbolizer/addr2line and keeps both). has_filenames and
+// has_line_numbers stay false: this profile carries neither.
 
 #include "protobuf_writer.h"
 #include "symbolize.h"
@@ -88,7 +94,8 @@ namespace snmalloc::profile
     namespace mapping_field
     {
       constexpr uint32_t id = 1, memory_start = 2, memory_limit = 3,
-                         file_offset = 4, filename = 5, build_id = 6;
+                         file_offset = 4, filename = 5, build_id = 6,
+                         has_functions = 7;
     }
     namespace location_field
     {
@@ -223,8 +230,8 @@ namespace snmalloc::profile
           writer.uint64_field(mapping_field::file_offset, mapping.file_offset);
           writer.int64_field(mapping_field::filename, strings.intern(mapping.path));
           writer.int64_field(mapping_field::build_id, strings.intern(mapping.build_id));
-          // has_functions/has_filenames/has_line_numbers: false, see the
-          // top of this file.
+          // See the top of this file.
+          writer.bool_field(mapping_field::has_functions, true);
           writer.end_message(message);
           ranges.push_back({mapping.start, mapping.limit, id});
         }

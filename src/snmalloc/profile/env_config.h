@@ -1,0 +1,211 @@
+#pragma once
+// Layer profile: configuration from the environment, for programs that get
+// the profiler by LD_PRELOAD and cannot call start() themselves.
+//
+//   SNMALLOC_PROFILE=rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
+//                    dump_at_exit=1,dump_on_signal=SIGUSR2
+//
+// Setting the variable at all starts profiling (at 512 KiB unless `rate`
+// says otherwise); an empty value means all defaults.  Parsed once at
+// start-up without allocating.  Any bad entry is reported in one line on
+// stderr and leaves profiling off: the program runs on unharmed.
+
+#include "settings.h"
+
+#include <csignal>
+#include <cstring>
+#include <unistd.h>
+
+namespace snmalloc::profile
+{
+  constexpr size_t PATH_CAPACITY = 4096;
+
+  struct EnvConfig
+  {
+    size_t rate = DEFAULT_INTERVAL;
+    size_t depth = DEFAULT_DEPTH;
+    char path[PATH_CAPACITY] = "snmalloc-heap.%p.%n.pb.gz";
+    bool dump_at_exit = false;
+    int dump_signal = 0;
+  };
+
+  namespace env_detail
+  {
+    struct Text
+    {
+      const char* data;
+      size_t size;
+
+      bool is(const char* word) const
+      {
+        return std::strlen(word) == size && std::memcmp(data, word, size) == 0;
+      }
+    };
+
+    inline void complain(const char* what, Text value)
+    {
+      static const char prefix[] = "snmalloc: SNMALLOC_PROFILE: ";
+      static const char suffix[] = "'; profiling stays off\n";
+      (void)!::write(2, prefix, sizeof(prefix) - 1);
+      (void)!::write(2, what, std::strlen(what));
+      (void)!::write(2, " '", 2);
+      (void)!::write(2, value.data, value.size);
+      (void)!::write(2, suffix, sizeof(suffix) - 1);
+    }
+
+    inline bool parse_size(Text t, size_t min, size_t max, size_t& out)
+    {
+      if (t.size == 0 || t.size > 19)
+        return false;
+      size_t v = 0;
+      for (size_t i = 0; i < t.size; i++)
+      {
+        if (t.data[i] < '0' || t.data[i] > '9')
+          return false;
+        v = v * 10 + size_t(t.data[i] - '0');
+      }
+      if (v < min || v > max)
+        return false;
+      out = v;
+      return true;
+    }
+
+    inline int parse_signal(Text t)
+    {
+      static const struct
+      {
+        const char* name;
+        int number;
+      } names[] = {
+        {"SIGUSR1", SIGUSR1},
+        {"SIGUSR2", SIGUSR2},
+        {"SIGHUP", SIGHUP},
+        {"SIGPROF", SIGPROF},
+        {"SIGURG", SIGURG},
+        {"SIGWINCH", SIGWINCH},
+      };
+      for (const auto& n : names)
+      {
+        // "SIGUSR2" and "USR2" both name it.
+        if (t.is(n.name) || t.is(n.name + 3))
+          return n.number;
+      }
+      size_t number = 0;
+      if (parse_size(t, 1, size_t(SIGRTMAX), number))
+        return int(number);
+      return 0;
+    }
+  } // namespace env_detail
+
+  // Parse `text` (the variable's value).  false, after one line on stderr,
+  // if anything in it is wrong.
+  inline bool parse_env_config(const char* text, EnvConfig& cfg)
+  {
+    using namespace env_detail;
+    const char* p = text;
+    while (*p != '\0')
+    {
+      const char* end = p;
+      while (*end != '\0' && *end != ',')
+        end++;
+      Text item{p, size_t(end - p)};
+      p = *end == ',' ? end + 1 : end;
+      if (item.size == 0)
+        continue;
+      const char* eq = static_cast<const char*>(std::memchr(item.data, '=', item.size));
+      if (eq == nullptr)
+      {
+        complain("expected key=value, got", item);
+        return false;
+      }
+      Text key{item.data, size_t(eq - item.data)};
+      Text value{eq + 1, item.size - key.size - 1};
+      if (key.is("rate"))
+      {
+        if (!parse_size(value, 1, size_t(1) << 40, cfg.rate))
+        {
+          complain("rate must be a number of bytes from 1 to 2^40, got", value);
+          return false;
+        }
+      }
+      else if (key.is("depth"))
+      {
+        if (!parse_size(value, 1, MAX_DEPTH, cfg.depth))
+        {
+          complain("depth must be a number from 1 to 256, got", value);
+          return false;
+        }
+      }
+      else if (key.is("path"))
+      {
+        if (value.size == 0 || value.size >= PATH_CAPACITY)
+        {
+          complain("path must be non-empty and shorter than 4096 bytes, got", value);
+          return false;
+        }
+        std::memcpy(cfg.path, value.data, value.size);
+        cfg.path[value.size] = '\0';
+      }
+      else if (key.is("dump_at_exit"))
+      {
+        if (!value.is("0") && !value.is("1"))
+        {
+          complain("dump_at_exit must be 0 or 1, got", value);
+          return false;
+        }
+        cfg.dump_at_exit = value.is("1");
+      }
+      else if (key.is("dump_on_signal"))
+      {
+        cfg.dump_signal = parse_signal(value);
+        if (cfg.dump_signal == 0)
+        {
+          complain("dump_on_signal must be a signal name such as SIGUSR2, got", value);
+          return false;
+        }
+      }
+      else
+      {
+        complain("unknown key", key);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Expand %p (pid), %n (sequence number) and %% in `pattern`.
+  inline bool expand_dump_path(
+    const char* pattern, unsigned long seq, char* out, size_t capacity)
+  {
+    size_t o = 0;
+    auto put_number = [&](unsigned long v) {
+      char digits[24];
+      size_t n = 0;
+      do
+      {
+        digits[n++] = char('0' + v % 10);
+        v /= 10;
+      } while (v != 0);
+      while (n > 0 && o + 1 < capacity)
+        out[o++] = digits[--n];
+      return n == 0;
+    };
+    for (const char* c = pattern; *c != '\0'; c++)
+    {
+      if (o + 1 >= capacity)
+        return false;
+      if (c[0] == '%' && (c[1] == 'p' || c[1] == 'n' || c[1] == '%'))
+      {
+        c++;
+        if (*c == '%')
+          out[o++] = '%';
+        else if (!put_number(*c == 'p' ? (unsigned long)::getpid() : seq))
+          return false;
+        continue;
+      }
+      out[o++] = *c;
+    }
+    out[o] = '\0';
+    return true;
+  }
+} // namespace snmalloc::profile
