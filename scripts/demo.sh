@@ -41,9 +41,9 @@ Profile:  $repo_root/$profile
 SVG:      $repo_root/$svg   (open in a browser)
 Binary:   $repo_root/$binary
 
-Flame graph, in a browser (then View > Flame Graph):
+Flame graph: run this, then open http://localhost:8080/ui/flamegraph
   go tool pprof -http=:8080 $repo_root/$binary $repo_root/$profile
 Other views of the same profile:
-  go tool pprof -sample_index=alloc_space -top $binary $profile   # all allocations, freed ones too
-  go tool pprof -list build_cache $binary $profile                # line by line
+  go tool pprof -sample_index=alloc_space -top $binary $profile    # all allocations, freed ones too
+  go tool pprof -symbolize=force -list build_cache $binary $profile  # line by line, from the binary's debug info
 SUMMARY
