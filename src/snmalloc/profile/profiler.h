@@ -137,14 +137,16 @@ namespace snmalloc::profile
       slow_path_return_address = reinterpret_cast<uintptr_t>(return_address);
     }
 
-    static void dealloc_sampled(void* p)
+    // Out of line: slow paths, and inlined into a caller's `delete` GCC
+    // would warn about reading below an object it saw allocated.
+    SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
       SampleRecord* r = SampleRecord::of(p);
       r->list->remove(r);
       profile_pool.dealloc(r);
     }
 
-    static size_t usable_size(const void* p)
+    SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
     {
       return SampleRecord::of(p)->allocated_size;
     }

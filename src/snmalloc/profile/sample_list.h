@@ -38,7 +38,7 @@ namespace snmalloc::profile
     static SampleRecord* of(const void* object)
     {
       return reinterpret_cast<SampleRecord*>(
-        const_cast<char*>(static_cast<const char*>(object)) - sizeof(SampleRecord));
+        reinterpret_cast<uintptr_t>(object) - sizeof(SampleRecord));
     }
   };
 
