@@ -11,6 +11,9 @@
 #define SNMALLOC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SNMALLOC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+// Entry points of the shim libraries (built with -fvisibility=hidden).
+#define SNMALLOC_EXPORT __attribute__((visibility("default")))
+
 #ifdef NDEBUG
 #  define SNMALLOC_DEBUG_CHECKS 0
 #else

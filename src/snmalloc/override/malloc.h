@@ -6,9 +6,6 @@
 
 #include <climits>
 
-#ifndef SNMALLOC_EXPORT
-#  define SNMALLOC_EXPORT __attribute__((visibility("default")))
-#endif
 
 namespace snmalloc::detail
 {

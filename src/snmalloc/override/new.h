@@ -5,9 +5,6 @@
 
 #include <new>
 
-#ifndef SNMALLOC_EXPORT
-#  define SNMALLOC_EXPORT __attribute__((visibility("default")))
-#endif
 
 namespace snmalloc::detail
 {

@@ -1,7 +1,32 @@
 #pragma once
-// Layer profile: the C API for other languages.  Every function returns 0 or
-// an errno value.
+// Layer profile: the definitions of the C API declared in
+// snmalloc/snmalloc_profile.h.
+#include "../snmalloc_profile.h"
 #include "control.h"
+
+namespace snmalloc::profile::c_api_detail
+{
+  inline void fill(const SampleView& v, snmalloc_profile_sample* out)
+  {
+    const StackEntry* stack = stack_table.get(v.stack_id);
+    out->address = v.address;
+    out->requested_size = v.requested_size;
+    out->allocated_size = v.allocated_size;
+    out->weight = sample_weight(v.allocated_size, v.interval);
+    out->interval = v.interval;
+    out->thread_id = v.thread_id;
+    out->time_ns = v.time_ns;
+    out->depth = stack != nullptr ? stack->depth : 0;
+    out->frames = stack != nullptr ? stack->frames : nullptr;
+  }
+
+  inline SpinLock events_lock; // one reader, and start/stop against it
+} // namespace snmalloc::profile::c_api_detail
+
+struct snmalloc_profile_snapshot
+{
+  std::vector<snmalloc::profile::SampleView> samples;
+};
 
 extern "C"
 {
@@ -20,6 +45,11 @@ extern "C"
     return snmalloc::profile::is_active() ? 1 : 0;
   }
 
+  SNMALLOC_EXPORT int snmalloc_profile_set_max_depth(size_t depth)
+  {
+    return snmalloc::profile::set_max_depth(depth);
+  }
+
   SNMALLOC_EXPORT int snmalloc_profile_dump(const char* path)
   {
     return snmalloc::profile::dump(path).error;
@@ -30,8 +60,94 @@ extern "C"
     return snmalloc::profile::dump(fd).error;
   }
 
-  SNMALLOC_EXPORT int snmalloc_profile_set_max_depth(size_t depth)
+  SNMALLOC_EXPORT int snmalloc_profile_snapshot_take(snmalloc_profile_snapshot** out)
   {
-    return snmalloc::profile::set_max_depth(depth);
+    using namespace snmalloc::profile;
+    if (out == nullptr)
+      return EINVAL;
+    ProfilerGuard guard;
+    try
+    {
+      *out = new snmalloc_profile_snapshot{snapshot_live_samples()};
+      return 0;
+    }
+    catch (const std::bad_alloc&)
+    {
+      return ENOMEM;
+    }
+  }
+
+  SNMALLOC_EXPORT size_t snmalloc_profile_snapshot_count(const snmalloc_profile_snapshot* s)
+  {
+    return s != nullptr ? s->samples.size() : 0;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_snapshot_get(
+    const snmalloc_profile_snapshot* s, size_t i, snmalloc_profile_sample* out)
+  {
+    if (s == nullptr || out == nullptr)
+      return EINVAL;
+    if (i >= s->samples.size())
+      return ERANGE;
+    snmalloc::profile::c_api_detail::fill(s->samples[i], out);
+    return 0;
+  }
+
+  SNMALLOC_EXPORT void snmalloc_profile_snapshot_free(snmalloc_profile_snapshot* s)
+  {
+    delete s;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_events_start(size_t capacity)
+  {
+    using namespace snmalloc::profile;
+    if (capacity == 0 || capacity > (size_t(1) << 30))
+      return EINVAL;
+    snmalloc::LockGuard g(c_api_detail::events_lock);
+    EventRing* ring = EventRing::create(capacity);
+    if (ring == nullptr)
+      return ENOMEM;
+    event_ring.store(ring, std::memory_order_release);
+    return 0;
+  }
+
+  SNMALLOC_EXPORT size_t snmalloc_profile_events_read(
+    snmalloc_profile_event* out, size_t max, uint64_t* dropped_total)
+  {
+    using namespace snmalloc::profile;
+    snmalloc::LockGuard g(c_api_detail::events_lock);
+    EventRing* ring = event_ring.load(std::memory_order_acquire);
+    if (ring == nullptr || out == nullptr)
+    {
+      if (dropped_total != nullptr)
+        *dropped_total = ring != nullptr ? ring->dropped() : 0;
+      return 0;
+    }
+    Event batch[64];
+    size_t n = 0;
+    while (n < max)
+    {
+      size_t want = max - n < 64 ? max - n : 64;
+      size_t got = ring->drain(batch, want);
+      for (size_t i = 0; i < got; i++)
+      {
+        out[n + i].kind = uint32_t(batch[i].kind);
+        c_api_detail::fill(batch[i].sample, &out[n + i].sample);
+      }
+      n += got;
+      if (got < want)
+        break;
+    }
+    if (dropped_total != nullptr)
+      *dropped_total = ring->dropped();
+    return n;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_events_stop(void)
+  {
+    using namespace snmalloc::profile;
+    snmalloc::LockGuard g(c_api_detail::events_lock);
+    event_ring.store(nullptr, std::memory_order_release);
+    return 0;
   }
 }

@@ -3,6 +3,7 @@
 // enters the allocator (the interface is described in mem/no_profiler.h).
 // Every hook runs on a slow path.
 
+#include "event_stream.h"
 #include "profile_pool.h"
 #include "sampler.h"
 
@@ -47,6 +48,7 @@ namespace snmalloc::profile
       sample_lists.add(&list);
     }
     list.insert(r);
+    emit_event(EventKind::Alloc, r);
     return r->object();
   }
 
@@ -142,6 +144,7 @@ namespace snmalloc::profile
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
       SampleRecord* r = SampleRecord::of(p);
+      emit_event(EventKind::Free, r);
       r->list->remove(r);
       profile_pool.dealloc(r);
     }

@@ -15,21 +15,10 @@
 
 namespace snmalloc::profile
 {
-  struct LiveSample
-  {
-    uintptr_t address;
-    size_t requested_size;
-    size_t allocated_size;
-    size_t interval;
-    int64_t time_ns;
-    uint32_t stack_id;
-    uint32_t thread_id;
-  };
-
   // Every live sample.  Call with the ProfilerGuard held.
-  inline std::vector<LiveSample> snapshot_live_samples()
+  inline std::vector<SampleView> snapshot_live_samples()
   {
-    std::vector<LiveSample> out;
+    std::vector<SampleView> out;
     sample_lists.for_each([&](SampleList& list) {
       for (;;)
       {
@@ -40,14 +29,7 @@ namespace snmalloc::profile
         if (out.size() + list.count > out.capacity())
           continue; // grew meanwhile; reserve more outside the lock
         for (SampleRecord* r = list.head; r != nullptr; r = r->next)
-          out.push_back(LiveSample{
-            reinterpret_cast<uintptr_t>(r->object()),
-            r->requested_size,
-            r->allocated_size,
-            r->interval,
-            r->time_ns,
-            r->stack_id,
-            r->thread_id});
+          out.push_back(view_of(r));
         return;
       }
     });
@@ -62,7 +44,7 @@ namespace snmalloc::profile
     std::vector<ProfileBucket> rows;
   };
 
-  inline Buckets aggregate(const std::vector<LiveSample>& live)
+  inline Buckets aggregate(const std::vector<SampleView>& live)
   {
     Buckets b;
     stack_table.for_each([&](const StackEntry& e) {
@@ -70,7 +52,7 @@ namespace snmalloc::profile
       b.rows.push_back(ProfileBucket{
         e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0});
     });
-    for (const LiveSample& s : live)
+    for (const SampleView& s : live)
     {
       if (s.stack_id >= b.rows.size())
         continue;

@@ -1,0 +1,73 @@
+/*
+ * The C API of snmalloc's heap profiler, for C and other languages.
+ * Exported by libraries built with SNMALLOC_PROFILE=ON (libsnmallocshim-profile.so,
+ * the static library).  Every int-returning function returns 0 or an errno value.
+ */
+#ifndef SNMALLOC_PROFILE_C_API_H
+#define SNMALLOC_PROFILE_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Start sampling, one sample per `mean_interval_bytes` allocated bytes on
+   average (1 samples every allocation).  EINVAL for 0. */
+int snmalloc_profile_start(size_t mean_interval_bytes);
+/* Take no more samples; those taken stay until their objects are freed. */
+int snmalloc_profile_stop(void);
+int snmalloc_profile_is_active(void);
+/* Frames recorded per sample, 1..256 (default 64). */
+int snmalloc_profile_set_max_depth(size_t depth);
+/* Write a gzipped pprof heap profile; to a temporary file renamed into place. */
+int snmalloc_profile_dump(const char* path);
+int snmalloc_profile_dump_fd(int fd);
+
+/* One sampled object. */
+struct snmalloc_profile_sample
+{
+  uintptr_t address;
+  size_t requested_size;
+  size_t allocated_size; /* the size it occupies (its sizeclass) */
+  double weight; /* objects it stands for: 1 / (1 - exp(-allocated_size / interval)) */
+  size_t interval; /* mean sampling interval in force when it was taken */
+  uint64_t thread_id; /* OS thread id of the allocating thread */
+  int64_t time_ns; /* CLOCK_REALTIME when it was sampled */
+  uint32_t depth;
+  const uintptr_t* frames; /* return addresses, innermost first; valid for the life of the process */
+};
+
+/* A copy of the live samples, taken under the profiler's locks into memory
+   allocated before them; iterate it at leisure, then free it. */
+typedef struct snmalloc_profile_snapshot snmalloc_profile_snapshot;
+int snmalloc_profile_snapshot_take(snmalloc_profile_snapshot** out);
+size_t snmalloc_profile_snapshot_count(const snmalloc_profile_snapshot* snapshot);
+/* ERANGE for i >= count. */
+int snmalloc_profile_snapshot_get(
+  const snmalloc_profile_snapshot* snapshot, size_t i, struct snmalloc_profile_sample* out);
+void snmalloc_profile_snapshot_free(snmalloc_profile_snapshot* snapshot);
+
+/* Births and deaths of sampled objects, in a bounded buffer of `capacity`
+   events (rounded up to a power of two).  Producers never block: when the
+   buffer is full, events are dropped and counted. */
+#define SNMALLOC_PROFILE_EVENT_ALLOC 1
+#define SNMALLOC_PROFILE_EVENT_FREE 2
+struct snmalloc_profile_event
+{
+  uint32_t kind;
+  struct snmalloc_profile_sample sample;
+};
+int snmalloc_profile_events_start(size_t capacity);
+/* Copies up to `max` events out and returns how many; `*dropped_total`
+   (if not NULL) receives the number dropped since events_start.  One reader
+   at a time. */
+size_t snmalloc_profile_events_read(
+  struct snmalloc_profile_event* out, size_t max, uint64_t* dropped_total);
+int snmalloc_profile_events_stop(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
