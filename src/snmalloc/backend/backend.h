@@ -21,6 +21,27 @@ namespace snmalloc
     uintptr_t meta_cursor_ = 0;
     uintptr_t meta_end_ = 0;
     FreeObject* meta_recycled_[8] = {};
+    int64_t last_decay_ns_ = 0;
+
+    // Freed memory is returned to the OS once it has stayed free for one
+    // to two decay periods, or at once beyond a hard limit.
+    void return_memory_locked() noexcept
+    {
+      size_t dirty = buddy_.dirty_bytes();
+      if (dirty == 0)
+        return;
+      if (dirty > config::DIRTY_LIMIT_BYTES)
+      {
+        buddy_.decay(true);
+        return;
+      }
+      int64_t now = Pal::monotonic_ns();
+      if (now - last_decay_ns_ >= config::DECAY_PERIOD_NS)
+      {
+        last_decay_ns_ = now;
+        buddy_.decay(false);
+      }
+    }
 
     bool ensure_init_locked() noexcept
     {
@@ -65,6 +86,7 @@ namespace snmalloc
       Buddy::Block b = buddy_.alloc(order_of(size));
       if (!b.ok)
         return {};
+      return_memory_locked();
       return {pagemap.chunk_address(b.index), !b.dirty};
     }
 
@@ -73,9 +95,8 @@ namespace snmalloc
     void dealloc_chunks(void* base, size_t size) noexcept
     {
       LockGuard g(lock_);
-      buddy_.dealloc(pagemap.chunk_index(base), order_of(size), true);
-      if (buddy_.dirty_bytes() > config::DIRTY_LIMIT_BYTES)
-        buddy_.purge();
+      buddy_.dealloc(pagemap.chunk_index(base), order_of(size));
+      return_memory_locked();
     }
 
     // Zeroed, 64-byte aligned memory for allocator metadata.

@@ -3,7 +3,7 @@
 //
 // Free blocks are described out of band, in the pagemap entry of their first
 // chunk, so a free block's memory is never touched (it may be decommitted):
-//   owner = tag(FreeBlock, order | dirty << 6)
+//   owner = tag(FreeBlock, order | dirty << 6 | aged << 7)
 //   meta  = prev index << 32 | next index      (doubly linked per order)
 // An entry carries a FreeBlock tag only while its block is on a free list:
 // the tag is written on insertion and overwritten on removal, so the buddy
@@ -11,7 +11,10 @@
 //
 // Fresh blocks are carved from a frontier that only moves up; everything
 // behind it has been handed out at least once.  "Dirty" blocks may hold
-// resident pages; clean ones read as zero (fresh, or decommitted).
+// resident pages; clean ones read as zero (fresh, or decommitted).  Dirty
+// blocks age: decay() returns the pages of blocks already aged at the
+// previous call and ages the rest, so memory reused within one period is
+// never decommitted and memory left free for two periods always is.
 // Not thread-safe: the backend holds its lock around every call.
 
 #include "arena.h"
@@ -37,9 +40,17 @@ namespace snmalloc
     size_t dirty_chunks_ = 0;
     Arena* arena_ = nullptr;
 
-    static uintptr_t free_tag(size_t order, bool dirty)
+    static constexpr uintptr_t DIRTY = 1 << 6;
+    static constexpr uintptr_t AGED = 1 << 7;
+
+    static uintptr_t free_tag(size_t order, uintptr_t flags)
     {
-      return make_tag(ChunkKind::FreeBlock, order | (uintptr_t(dirty) << 6));
+      return make_tag(ChunkKind::FreeBlock, order | flags);
+    }
+
+    static uintptr_t flags_of(size_t index)
+    {
+      return tag_payload(at(index).get_owner()) & (DIRTY | AGED);
     }
 
     static PagemapEntry& at(size_t index)
@@ -63,10 +74,11 @@ namespace snmalloc
         (uintptr_t(prev) << 32) | next, std::memory_order_relaxed);
     }
 
-    void insert(size_t index, size_t order, bool dirty)
+    void insert(size_t index, size_t order, uintptr_t flags)
     {
+      bool dirty = (flags & DIRTY) != 0;
       uint32_t head = heads_[order];
-      at(index).owner.store(free_tag(order, dirty), std::memory_order_relaxed);
+      at(index).owner.store(free_tag(order, flags), std::memory_order_relaxed);
       set_links(index, NONE, head);
       if (head != NONE)
         set_links(head, uint32_t(index), next_of(head));
@@ -75,8 +87,9 @@ namespace snmalloc
         dirty_chunks_ += size_t(1) << order;
     }
 
-    void remove(size_t index, size_t order, bool dirty)
+    void remove(size_t index, size_t order)
     {
+      bool dirty = (flags_of(index) & DIRTY) != 0;
       uint32_t prev = prev_of(index);
       uint32_t next = next_of(index);
       if (prev == NONE)
@@ -90,17 +103,15 @@ namespace snmalloc
         dirty_chunks_ -= size_t(1) << order;
     }
 
-    // Is the block at `index` free, of exactly `order`?  Sets `dirty`.
-    bool is_free_block(size_t index, size_t order, bool& dirty) const
+    // Is the block at `index` free, of exactly `order`?
+    bool is_free_block(size_t index, size_t order) const
     {
       if (index >= frontier_)
         return false;
       uintptr_t owner = at(index).get_owner();
       if (!is_tag(owner) || tag_kind(owner) != ChunkKind::FreeBlock)
         return false;
-      uintptr_t payload = tag_payload(owner);
-      dirty = (payload >> 6) & 1;
-      return (payload & 63) == order;
+      return (tag_payload(owner) & 63) == order;
     }
 
     // Extend the frontier by a block of `order`, aligned to its size; the
@@ -123,7 +134,7 @@ namespace snmalloc
         size_t o = gap == 0 ? MAX_ORDER : size_t(__builtin_ctzl(gap));
         while (gap + (size_t(1) << o) > start)
           o--;
-        insert(gap, o, false);
+        insert(gap, o, 0);
         gap += size_t(1) << o;
       }
       return {start, false, true};
@@ -152,48 +163,56 @@ namespace snmalloc
       if (o > MAX_ORDER)
         return carve(order);
       size_t index = heads_[o];
-      bool dirty = (tag_payload(at(index).get_owner()) >> 6) & 1;
-      remove(index, o, dirty);
+      uintptr_t flags = flags_of(index);
+      remove(index, o);
       // Split down, keeping the lower half each time.
       while (o > order)
       {
         o--;
-        insert(index + (size_t(1) << o), o, dirty);
+        insert(index + (size_t(1) << o), o, flags);
       }
-      return {index, dirty, true};
+      return {index, (flags & DIRTY) != 0, true};
     }
 
-    void dealloc(size_t index, size_t order, bool dirty)
+    // A freed block is dirty and young; merged with its buddies, it stays
+    // young (the merged block holds newly freed pages).
+    void dealloc(size_t index, size_t order)
     {
       while (order < MAX_ORDER)
       {
         size_t buddy = index ^ (size_t(1) << order);
-        bool buddy_dirty = false;
-        if (!is_free_block(buddy, order, buddy_dirty))
+        if (!is_free_block(buddy, order))
           break;
-        remove(buddy, order, buddy_dirty);
-        dirty |= buddy_dirty;
+        remove(buddy, order);
         index &= ~(size_t(1) << order);
         order++;
       }
-      insert(index, order, dirty);
+      insert(index, order, DIRTY);
     }
 
-    // Return the pages of every dirty free block to the OS.
-    void purge()
+    // Decommit dirty blocks (all of them, or only the aged ones) and age the
+    // dirty blocks that remain.
+    void decay(bool everything)
     {
       for (size_t o = 0; o <= MAX_ORDER; o++)
       {
         for (uint32_t i = heads_[o]; i != NONE; i = next_of(i))
         {
-          bool dirty = (tag_payload(at(i).get_owner()) >> 6) & 1;
-          if (!dirty)
+          uintptr_t flags = flags_of(i);
+          if ((flags & DIRTY) == 0)
             continue;
-          Pal::decommit(pagemap.chunk_address(i), size_t(1) << (o + config::CHUNK_BITS));
-          at(i).owner.store(free_tag(o, false), std::memory_order_relaxed);
+          if (everything || (flags & AGED) != 0)
+          {
+            Pal::decommit(pagemap.chunk_address(i), size_t(1) << (o + config::CHUNK_BITS));
+            at(i).owner.store(free_tag(o, 0), std::memory_order_relaxed);
+            dirty_chunks_ -= size_t(1) << o;
+          }
+          else
+          {
+            at(i).owner.store(free_tag(o, DIRTY | AGED), std::memory_order_relaxed);
+          }
         }
       }
-      dirty_chunks_ = 0;
     }
   };
 } // namespace snmalloc

@@ -29,6 +29,8 @@ namespace snmalloc::config
   // Remote frees are posted once this many bytes are cached for others.
   constexpr size_t REMOTE_CACHE_BYTES = size_t(1) << 20;
 
-  // Freed large ranges beyond this many bytes are returned to the OS.
-  constexpr size_t DIRTY_LIMIT_BYTES = size_t(32) << 20;
+  // Free memory still resident is returned to the OS after one to two
+  // periods, or at once when there is more than the limit of it.
+  constexpr int64_t DECAY_PERIOD_NS = 500 * 1000 * 1000;
+  constexpr size_t DIRTY_LIMIT_BYTES = size_t(256) << 20;
 } // namespace snmalloc::config

@@ -81,6 +81,13 @@ namespace snmalloc
       return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
     }
 
+    static int64_t monotonic_ns() noexcept
+    {
+      timespec ts;
+      ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+      return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    }
+
     static void pause() noexcept
     {
 #if defined(__x86_64__) || defined(__i386__)

@@ -7,7 +7,8 @@
 //                inuse_space], location ids innermost first, label bytes=N
 //   locations    one per distinct return address; address = return - 1,
 //                so it points into the call instruction
-//   functions    one per distinct demangled name
+//   functions    one per distinct name: name demangled, system_name as in
+//                the symbol table (mangled, for C++)
 //   mappings     executable segments of the loaded objects, main first
 //   strings      each once; string_table[0] == ""
 //
@@ -27,6 +28,12 @@
 // (with Go's pprof: names of global functions only; the standalone pprof
 // uses llvm-symbolizer/addr2line and keeps both). has_filenames and
 // has_line_numbers stay false: this profile carries neither.
+//
+// Names. system_name is the symbol (mangled) and name its demangled form,
+// as profile.proto describes them. pprof leaves a name that differs from
+// the system name as it is; were both the demangled text, its "looks like
+// C++" heuristics would strip parameters from some names only (measured:
+// "f()" stays, "(anonymous namespace)::g()" becomes "::g").
 
 #include "protobuf_writer.h"
 #include "symbolize.h"
@@ -214,9 +221,8 @@ namespace snmalloc::profile
       {
         uint64_t start, limit, id;
       };
-      std::vector<MappingRange> write_mappings()
+      std::vector<MappingRange> write_mappings(const std::vector<ProcessMapping>& mappings)
       {
-        std::vector<ProcessMapping> mappings = read_process_mappings();
         std::vector<MappingRange> ranges;
         ranges.reserve(mappings.size());
         for (size_t i = 0; i < mappings.size(); i++)
@@ -254,11 +260,14 @@ namespace snmalloc::profile
 
       // Writes a Location per distinct return address and a Function per
       // distinct name.
-      void write_locations_and_functions(const std::vector<MappingRange>& ranges)
+      void write_locations_and_functions(
+        const std::vector<ProcessMapping>& mappings, const std::vector<MappingRange>& ranges)
       {
-        Symbolizer symbolizer;
-        std::unordered_map<int64_t, uint64_t> function_of_name;
-        std::vector<int64_t> function_names; // Function id - 1 -> string.
+        Symbolizer symbolizer(mappings);
+        // (name, system_name) string indices, one per function id - 1. The
+        // name follows from the system name, which is the key.
+        std::vector<std::pair<int64_t, int64_t>> functions;
+        std::unordered_map<int64_t, uint64_t> function_of_system_name;
         for (size_t i = 0; i < return_addresses.size(); i++)
         {
           // Return address - 1 lies in the call instruction, so it belongs
@@ -268,14 +277,14 @@ namespace snmalloc::profile
           writer.uint64_field(location_field::id, i + 1);
           writer.uint64_field(location_field::mapping_id, mapping_id(ranges, address));
           writer.uint64_field(location_field::address, address);
-          const std::string& name = symbolizer.function_name(address);
-          if (!name.empty())
+          const FunctionName& function = symbolizer.function_name(address);
+          if (!function.name.empty())
           {
-            int64_t name_index = strings.intern(name);
+            int64_t system_name = strings.intern(function.system_name);
             auto [entry, inserted] =
-              function_of_name.try_emplace(name_index, function_names.size() + 1);
+              function_of_system_name.try_emplace(system_name, functions.size() + 1);
             if (inserted)
-              function_names.push_back(name_index);
+              functions.emplace_back(strings.intern(function.name), system_name);
             size_t line = writer.begin_message(location_field::line);
             writer.uint64_field(line_field::function_id, entry->second);
             writer.end_message(line);
@@ -283,12 +292,12 @@ namespace snmalloc::profile
           writer.end_message(message);
         }
 
-        for (size_t i = 0; i < function_names.size(); i++)
+        for (size_t i = 0; i < functions.size(); i++)
         {
           size_t message = writer.begin_message(profile_field::function);
           writer.uint64_field(function_field::id, i + 1);
-          writer.int64_field(function_field::name, function_names[i]);
-          writer.int64_field(function_field::system_name, function_names[i]);
+          writer.int64_field(function_field::name, functions[i].first);
+          writer.int64_field(function_field::system_name, functions[i].second);
           writer.end_message(message);
         }
       }
@@ -303,11 +312,21 @@ namespace snmalloc::profile
         write_value_type(profile_field::sample_type, "inuse_objects", "count");
         write_value_type(profile_field::sample_type, "inuse_space", "bytes");
 
+        // Samples are most of a profile: room for them up front spares
+        // copying megabytes through repeated growth. A location id takes
+        // at most 3 bytes below 2^21 locations; the rest of a sample
+        // (values, label, lengths) at most 64.
+        size_t sample_bytes = 0;
+        for (size_t i = 0; i < count; i++)
+          sample_bytes += size_t{buckets[i].depth} * 3 + 64;
+        writer.reserve(sample_bytes);
+
         int64_t bytes_label = strings.intern("bytes");
         for (size_t i = 0; i < count; i++)
           write_sample(buckets[i], bytes_label);
 
-        write_locations_and_functions(write_mappings());
+        std::vector<ProcessMapping> mappings = read_process_mappings();
+        write_locations_and_functions(mappings, write_mappings(mappings));
 
         writer.int64_field(profile_field::drop_frames, strings.intern(allocator_frames_regex));
         writer.int64_field(profile_field::time_nanos, header.time_nanos);

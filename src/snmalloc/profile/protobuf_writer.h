@@ -46,6 +46,12 @@ namespace snmalloc::profile
     : out(destination)
     {}
 
+    // Makes room for `additional` more bytes at once.
+    void reserve(size_t additional)
+    {
+      out.reserve(out.size() + additional);
+    }
+
     static size_t varint_size(uint64_t value)
     {
       size_t size = 1;
