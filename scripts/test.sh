@@ -94,5 +94,5 @@ configuration ubsan -DCMAKE_BUILD_TYPE=Debug -DSNMALLOC_PROFILE=ON \
 
 if [[ -f rust/Cargo.toml ]]; then
   run_stage "rust: cargo test" \
-    env CARGO_TARGET_DIR="$repo_root/build/rust" cargo test --manifest-path rust/Cargo.toml
+    env CARGO_TARGET_DIR="$repo_root/build/rust" cargo test --offline --manifest-path rust/Cargo.toml
 fi
