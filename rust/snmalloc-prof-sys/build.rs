@@ -1,0 +1,92 @@
+//! Builds the allocator with heap profiling from this repository's CMake
+//! project (the `snmallocshim-static` target, one object that defines
+//! malloc/free/operator new and the `snmalloc_profile_*` C API) into
+//! OUT_DIR, and links it into every Rust binary that depends on this crate.
+//!
+//! The `cmake` binary is run directly (no `cmake` crate: the workspace builds
+//! offline with no crates from outside it).  Set `CMAKE` to use another
+//! binary; CMake itself honours `CC` and `CXX`.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if target_os != "linux" {
+        panic!("snmalloc-prof-sys supports Linux only (target OS: {target_os:?})");
+    }
+
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    // The crate lives at <repository>/rust/snmalloc-prof-sys.
+    let repo_root = manifest_dir
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root above rust/snmalloc-prof-sys");
+    if !repo_root.join("CMakeLists.txt").is_file() || !repo_root.join("src/snmalloc").is_dir() {
+        panic!(
+            "{} does not look like the snmalloc-prof repository (no CMakeLists.txt and src/snmalloc)",
+            repo_root.display()
+        );
+    }
+
+    for input in ["CMakeLists.txt", "cmake", "src/snmalloc"] {
+        println!("cargo:rerun-if-changed={}", repo_root.join(input).display());
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    for variable in ["CMAKE", "CC", "CXX"] {
+        println!("cargo:rerun-if-env-changed={variable}");
+    }
+
+    let build_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join("cmake-build");
+    let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
+
+    run(Command::new(&cmake)
+        .arg("-S")
+        .arg(&repo_root)
+        .arg("-B")
+        .arg(&build_dir)
+        .args([
+            "-DSNMALLOC_PROFILE=ON",
+            "-DSNMALLOC_BUILD_TESTING=OFF",
+            "-DCMAKE_BUILD_TYPE=Release",
+        ]));
+    run(Command::new(&cmake).arg("--build").arg(&build_dir).args([
+        "--target",
+        "snmallocshim-static",
+        "-j",
+        &jobs,
+    ]));
+
+    let archive = build_dir.join("libsnmallocshim-static.a");
+    if !archive.is_file() {
+        panic!("CMake finished but {} is missing", archive.display());
+    }
+
+    println!("cargo:rustc-link-search=native={}", build_dir.display());
+    // Whole archive: the allocator must be linked even into a binary that
+    // never names one of its symbols, so that its malloc/free (defined in
+    // the executable, hence found before libc's by the dynamic linker)
+    // serve the whole process, C libraries included.
+    println!("cargo:rustc-link-lib=static:-bundle,+whole-archive=snmallocshim-static");
+    // What the profiling build needs: libunwind (stack capture), zlib
+    // (gzipped profiles), libdl (dladdr), the C++ runtime, threads.
+    // libgcc_s goes first: libunwind also defines the _Unwind_* functions
+    // that Rust panics and C++ exceptions use, and whichever library comes
+    // first serves them; they should stay the toolchain's own unwinder.
+    // libunwind is needed only for unw_backtrace.
+    for library in ["gcc_s", "unwind", "z", "dl", "stdc++", "pthread"] {
+        println!("cargo:rustc-link-lib=dylib={library}");
+    }
+}
+
+fn run(command: &mut Command) {
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e} (is cmake installed?)"));
+    if !status.success() {
+        panic!("{command:?} failed with {status}");
+    }
+}

@@ -1,0 +1,99 @@
+//! Raw bindings to the snmalloc-prof allocator built with heap profiling.
+//!
+//! Linking this crate links the static library `snmallocshim-static` (built
+//! by `build.rs` from this repository with CMake) as a whole archive: its
+//! `malloc`, `free` and friends then replace the C library's for the whole
+//! process, and C++ `operator new`/`delete` too.  The declarations mirror
+//! `src/snmalloc/override/malloc.h` and `src/snmalloc/snmalloc_profile.h`;
+//! every `int`-returning `snmalloc_profile_*` function returns 0 or an errno
+//! value.  Use the `snmalloc-prof` crate for the safe API.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+/// One sampled object (`struct snmalloc_profile_sample`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct snmalloc_profile_sample {
+    pub address: usize,
+    pub requested_size: usize,
+    /// The size the object occupies (its sizeclass).
+    pub allocated_size: usize,
+    /// Objects this sample stands for: 1 / (1 - exp(-allocated_size / interval)).
+    pub weight: f64,
+    /// Mean sampling interval in force when the sample was taken.
+    pub interval: usize,
+    /// OS thread id (gettid) of the allocating thread.
+    pub thread_id: u64,
+    /// CLOCK_REALTIME when sampled, in nanoseconds.
+    pub time_ns: i64,
+    pub depth: u32,
+    /// `depth` return addresses, innermost first; valid for the life of the process.
+    pub frames: *const usize,
+}
+
+/// A copy of the live samples (opaque).
+#[repr(C)]
+pub struct snmalloc_profile_snapshot {
+    _opaque: [u8; 0],
+}
+
+pub const SNMALLOC_PROFILE_EVENT_ALLOC: u32 = 1;
+pub const SNMALLOC_PROFILE_EVENT_FREE: u32 = 2;
+
+/// A birth or death of a sampled object (`struct snmalloc_profile_event`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct snmalloc_profile_event {
+    /// `SNMALLOC_PROFILE_EVENT_ALLOC` or `SNMALLOC_PROFILE_EVENT_FREE`.
+    pub kind: u32,
+    pub sample: snmalloc_profile_sample,
+}
+
+extern "C" {
+    // The allocator (override/malloc.h).
+    pub fn malloc(size: usize) -> *mut c_void;
+    pub fn calloc(count: usize, size: usize) -> *mut c_void;
+    pub fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void;
+    pub fn free(ptr: *mut c_void);
+    pub fn aligned_alloc(align: usize, size: usize) -> *mut c_void;
+    pub fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int;
+    /// 0 for memory this allocator does not own.
+    pub fn malloc_usable_size(ptr: *mut c_void) -> usize;
+    /// Returns the string "snmalloc".
+    pub fn snmalloc_identity() -> *const c_char;
+
+    // Control and dump (snmalloc_profile.h).
+    /// EINVAL for 0.
+    pub fn snmalloc_profile_start(mean_interval_bytes: usize) -> c_int;
+    pub fn snmalloc_profile_stop() -> c_int;
+    /// 1 while sampling, else 0.
+    pub fn snmalloc_profile_is_active() -> c_int;
+    /// 1..=256 frames per sample (default 64).
+    pub fn snmalloc_profile_set_max_depth(depth: usize) -> c_int;
+    pub fn snmalloc_profile_dump(path: *const c_char) -> c_int;
+    pub fn snmalloc_profile_dump_fd(fd: c_int) -> c_int;
+
+    // Snapshot of the live samples.
+    pub fn snmalloc_profile_snapshot_take(out: *mut *mut snmalloc_profile_snapshot) -> c_int;
+    pub fn snmalloc_profile_snapshot_count(snapshot: *const snmalloc_profile_snapshot) -> usize;
+    /// ERANGE for `i >= count`.
+    pub fn snmalloc_profile_snapshot_get(
+        snapshot: *const snmalloc_profile_snapshot,
+        i: usize,
+        out: *mut snmalloc_profile_sample,
+    ) -> c_int;
+    pub fn snmalloc_profile_snapshot_free(snapshot: *mut snmalloc_profile_snapshot);
+
+    // Event stream.
+    /// A buffer of `capacity` events, rounded up to a power of two.
+    pub fn snmalloc_profile_events_start(capacity: usize) -> c_int;
+    /// Copies up to `max` events out and returns how many; `*dropped_total`
+    /// (if not null) receives the number dropped since `events_start`.
+    pub fn snmalloc_profile_events_read(
+        out: *mut snmalloc_profile_event,
+        max: usize,
+        dropped_total: *mut u64,
+    ) -> usize;
+    pub fn snmalloc_profile_events_stop() -> c_int;
+}

@@ -1,0 +1,99 @@
+//! Heap profiling: start and stop sampling, write pprof profiles, read the
+//! raw samples.
+//!
+//! Sampling is byte-weighted: with a mean interval of R bytes, each
+//! allocated byte is sampled with probability 1/R, so an object of `s`
+//! bytes is sampled with probability `1 - exp(-s/R)` and a sampled object
+//! stands for `1 / (1 - exp(-s/R))` objects.  The profile written by [`dump`]
+//! already carries these unbiased estimates; [`Sample::weight`] gives them
+//! for the raw samples.  There is one profiler per process: these functions
+//! act on it from any thread.
+//!
+//! A dump is a gzipped pprof protobuf with the sample types `alloc_objects`,
+//! `alloc_space`, `inuse_objects` and `inuse_space` (the default), read with
+//!
+//! ```text
+//! go tool pprof -top -sample_index=inuse_space heap.pb.gz
+//! go tool pprof -http=:8080 path/to/binary heap.pb.gz   # flame graph
+//! ```
+
+use std::ffi::CString;
+use std::io;
+use std::os::raw::c_int;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::{AsFd, AsRawFd};
+use std::path::Path;
+
+use snmalloc_prof_sys as sys;
+
+mod events;
+mod sample;
+mod snapshot;
+
+pub use events::{Drain, Event, EventKind, EventReader};
+pub use sample::Sample;
+pub use snapshot::{snapshot, Snapshot, SnapshotIter};
+
+/// The C API returns 0 or an errno value.
+fn check(code: c_int) -> io::Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(code))
+    }
+}
+
+/// Starts sampling, one sample per `interval_bytes` allocated bytes on
+/// average; 1 samples every allocation.  Calling it again while active
+/// changes the interval; samples already taken keep the interval they were
+/// taken with.  Threads pick the interval up at their next free-list
+/// refill: objects already on a thread's free lists (at most a slab's worth
+/// per size) are handed out unsampled first.  Threads started after `start`
+/// sample from their first allocation.
+///
+/// Fails with `EINVAL` (`ErrorKind::InvalidInput`) for 0.
+pub fn start(interval_bytes: usize) -> io::Result<()> {
+    // SAFETY: plain value argument.
+    check(unsafe { sys::snmalloc_profile_start(interval_bytes) })
+}
+
+/// Stops taking samples.  Samples already taken stay in the profile until
+/// their objects are freed, so a dump after `stop` still shows what they hold.
+pub fn stop() -> io::Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::snmalloc_profile_stop() })
+}
+
+/// Whether samples are being taken.
+pub fn is_active() -> bool {
+    // SAFETY: no arguments.
+    unsafe { sys::snmalloc_profile_is_active() != 0 }
+}
+
+/// Sets how many frames of each allocating stack are recorded, 1 to 256
+/// (default 64); `EINVAL` outside that range.
+pub fn set_max_depth(depth: usize) -> io::Result<()> {
+    // SAFETY: plain value argument.
+    check(unsafe { sys::snmalloc_profile_set_max_depth(depth) })
+}
+
+/// Writes a gzipped pprof heap profile of the live sampled objects (and of
+/// everything sampled so far) to `path`.  The file is written under a
+/// temporary name and renamed into place, so no reader sees half a profile.
+/// Safe while other threads allocate and free.
+///
+/// Errors carry the errno of what failed (`ENOENT` for a missing directory,
+/// `EACCES`, `ENOSPC`, ...); a path with a NUL byte is `InvalidInput`.
+pub fn dump(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = CString::new(path.as_ref().as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `path` is a valid NUL-terminated string for the call.
+    check(unsafe { sys::snmalloc_profile_dump(path.as_ptr()) })
+}
+
+/// Writes the same profile as [`dump`] to an open file descriptor (a file, a
+/// pipe, a socket), from its current position; the descriptor stays open.
+pub fn dump_fd(fd: impl AsFd) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the duration of the borrow.
+    check(unsafe { sys::snmalloc_profile_dump_fd(fd.as_fd().as_raw_fd()) })
+}
