@@ -217,9 +217,15 @@ def compare_table(results, names, metric):
 def spread_table(results, names):
     rows = []
     for workload, by_allocator in results.items():
-        spreads = (spread_of(by_allocator[n], "ops_per_sec") for n in names)
-        rows.append([workload] + ["-" if s is None else f"{100 * s:.0f}%" for s in spreads])
-    return "Run-to-run spread of wall-clock ops/sec, (max - min) / median:\n\n" + markdown(["workload", *names], rows)
+        row = [workload]
+        for n in names:
+            wall, cpu = (spread_of(by_allocator[n], f) for f in ("ops_per_sec", "ops_per_cpu_sec"))
+            row.append("-" if wall is None else f"{100 * wall:.0f}% / {100 * cpu:.0f}%")
+        rows.append(row)
+    return (
+        "Run-to-run spread, (max - min) / median, of ops/sec (wall) / ops per CPU-second:\n\n"
+        + markdown(["workload", *names], rows)
+    )
 
 
 def overhead_table(results, available):
