@@ -8,7 +8,7 @@
 // when the ring is full it counts a drop and goes on: the allocating thread
 // never blocks and nothing grows.  One consumer drains it.  A ring, once
 // made, is never unmapped (a producer may still be writing into it after
-// stop), so restarting with the same capacity reuses it.
+// stop); a restart makes a new one, with its own drop count.
 
 #include "sample_list.h"
 
