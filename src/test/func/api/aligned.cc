@@ -143,6 +143,27 @@ TEST_CASE("aligned-blocks-are-distinct-while-live")
   }
 }
 
+TEST_CASE("realloc-of-aligned-block")
+{
+  // realloc need not keep the alignment, but must keep the contents and
+  // accept the block wherever aligned allocation placed it.
+  for (size_t align = 16; align <= largest_alignment; align *= 4)
+  {
+    for (size_t new_size : {align / 2 + 1, 3 * align + 5})
+    {
+      INFO("align " << align << " realloc to " << new_size);
+      void* p = aligned_alloc(opaque(align), align);
+      REQUIRE(p != nullptr);
+      stamp(p, align, align);
+      void* q = std::realloc(p, opaque(new_size));
+      REQUIRE(q != nullptr);
+      CHECK(stamp_intact(q, new_size < align ? new_size : align, align));
+      CHECK(malloc_usable_size(q) >= new_size);
+      std::free(q);
+    }
+  }
+}
+
 TEST_CASE("posix_memalign-nopow2")
 {
   // Alignment must be a power of two and a multiple of sizeof(void*).

@@ -84,6 +84,8 @@ namespace
     }
   };
 
+  // --- Static destruction (set up before main) ----------------------------
+
   // Blocks allocated during main, by main and by an exited thread, that
   // static destruction frees.
   Stamped freed_at_exit_from_main, freed_at_exit_from_thread;
@@ -145,7 +147,7 @@ namespace
     }
   } static_initialiser;
 
-  // --- After main --------------------------------------------------------
+  // --- Other code after main ---------------------------------------------
 
   void allocate_in_atexit_handler()
   {
@@ -175,12 +177,12 @@ namespace
 
   // A thread_local whose destructor allocates, and frees a block the
   // thread allocated while alive.
-  struct ThreadLocalAllocator
+  struct AllocatesWhenDestroyed
   {
     Stamped own;
     bool report_to_results = true;
 
-    ~ThreadLocalAllocator()
+    ~AllocatesWhenDestroyed()
     {
       bool ok = exercise_allocator() && (own.p == nullptr || own.intact());
       own.release();
@@ -199,8 +201,8 @@ namespace
   // Constructed before the thread first allocates (so destroyed after
   // the allocator's thread-exit work, if that uses a thread_local) and
   // after (destroyed before it).
-  thread_local ThreadLocalAllocator destroyed_last;
-  thread_local ThreadLocalAllocator destroyed_first;
+  thread_local AllocatesWhenDestroyed destroyed_last;
+  thread_local AllocatesWhenDestroyed destroyed_first;
 
   pthread_key_t rearming_key;
 
