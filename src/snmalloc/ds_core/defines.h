@@ -7,7 +7,7 @@
 // Fast paths are forced inline into their callers; slow paths are kept out of
 // line so that the fast path's register pressure and code size stay small.
 #define SNMALLOC_FAST_PATH inline __attribute__((always_inline))
-#define SNMALLOC_SLOW_PATH __attribute__((noinline, cold))
+#define SNMALLOC_SLOW_PATH __attribute__((noinline))
 #define SNMALLOC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SNMALLOC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
