@@ -9,8 +9,9 @@ set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# bc: src/test/func/fastpath/check_fastpath.sh computes per-call counts.
 packages=(cmake g++ clang make catch2 libunwind-dev zlib1g-dev
-          golang-go graphviz valgrind python3)
+          golang-go graphviz valgrind python3 bc)
 bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev hyperfine)
 
 for arg in "$@"; do
