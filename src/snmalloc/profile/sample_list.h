@@ -48,7 +48,8 @@ namespace snmalloc::profile
   {
     SpinLock lock;
     SampleRecord* head = nullptr;
-    size_t count = 0;
+    // Changed under the lock; read without it to size a snapshot's buffer.
+    std::atomic<size_t> count{0};
     SampleList* next_registered = nullptr;
     bool registered = false;
 
@@ -61,7 +62,7 @@ namespace snmalloc::profile
       if (head != nullptr)
         head->prev = r;
       head = r;
-      count++;
+      count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 
     void remove(SampleRecord* r)
@@ -73,7 +74,7 @@ namespace snmalloc::profile
         head = r->next;
       if (r->next != nullptr)
         r->next->prev = r->prev;
-      count--;
+      count.store(count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     }
   };
 

@@ -22,11 +22,11 @@ namespace snmalloc::profile
     sample_lists.for_each([&](SampleList& list) {
       for (;;)
       {
-        size_t want = out.size() + list.count + 64;
+        size_t want = out.size() + list.count.load(std::memory_order_relaxed) + 64;
         if (out.capacity() < want)
           out.reserve(want * 2);
         LockGuard g(list.lock);
-        if (out.size() + list.count > out.capacity())
+        if (out.size() + list.count.load(std::memory_order_relaxed) > out.capacity())
           continue; // grew meanwhile; reserve more outside the lock
         for (SampleRecord* r = list.head; r != nullptr; r = r->next)
           out.push_back(view_of(r));
