@@ -10,7 +10,8 @@
 // Nested messages are written in place: begin_message() reserves one byte
 // for the length, end_message() fills it in and, when the body turned out
 // to be 128 bytes or longer, moves the body up to make room for the longer
-// length varint. Most pprof messages are short, so this rarely moves bytes.
+// length varint. Only samples of deep stacks are that long, and moving a
+// few hundred bytes once each costs less than sizing them beforehand.
 
 #include <cstddef>
 #include <cstdint>
