@@ -19,7 +19,7 @@ namespace
   constexpr size_t burst_length = 64;
 
   // Power-of-two buckets 8..1023 with each bucket half as likely as the
-  // one below it, uniform within a bucket; the mean is near 60 bytes.
+  // one below it, uniform within a bucket; the mean is near 48 bytes.
   size_t skewed_small_size(bench::FastRandom& random)
   {
     size_t bucket = 3;

@@ -81,7 +81,7 @@ namespace
     }
   };
 
-  // Sizes 16..512, skewed to small.
+  // Sizes 16..511: each power-of-two band equally likely, so skewed to small.
   size_t message_size(bench::FastRandom& random)
   {
     size_t low = size_t{16} << random.below(5);
