@@ -130,7 +130,7 @@ namespace snmalloc::profile
   inline SampleView view_of(SampleRecord* r)
   {
     return SampleView{
-      reinterpret_cast<uintptr_t>(r->object()),
+      reinterpret_cast<uintptr_t>(r->object),
       r->requested_size,
       r->allocated_size,
       r->interval,

@@ -6,10 +6,9 @@
 // whose pagemap entries say "Pool" instead of naming a thread's allocator:
 // free()'s owner test therefore sends sampled objects off the fast path
 // with no extra branch for ordinary ones.  Blocks are packed densely in
-// those slabs, never a page per sample.  A block is [lead-in ending with
-// the record][object], the object as aligned as an unsampled one.  Blocks too large
-// for a slab are chunk runs tagged Pool.  Freed memory goes back through the
-// usual slab release and backend decay.
+// those slabs, never a page per sample.  Large sampled objects are chunk
+// runs tagged Pool (see alloc).  Freed memory goes back through the usual
+// slab release and backend decay.
 
 #include "../mem/mem.h"
 #include "sample_list.h"
@@ -39,53 +38,92 @@ namespace snmalloc::profile
 
     static constexpr size_t MIN_ALLOC_ALIGN = config::MIN_ALLOC_SIZE;
 
+    void dealloc_block(void* block)
+    {
+      LockGuard g(lock_);
+      core_.dealloc_local(
+        block, reinterpret_cast<SlabMeta*>(pagemap.entry_of(block).get_meta()));
+    }
+
+    static SampleRecord* new_record(void* at, void* object, uint32_t lead)
+    {
+      auto* r = static_cast<SampleRecord*>(at);
+      std::memset(static_cast<void*>(r), 0, sizeof(SampleRecord));
+      r->object = object;
+      r->lead = lead;
+      return r;
+    }
+
   public:
-    // A block for an object of `size` bytes (a sizeclass or large size),
-    // with a zeroed record below the object; nullptr if memory is
-    // exhausted.  The object keeps the alignment an unsampled object of its
-    // size would have (the largest power of two dividing `size`), and at
-    // least `align`.  The record takes the lead-in before the object,
-    // rounded up to that alignment: the block, a multiple of the alignment
-    // in size, comes from a class (or chunk run) aligned to it.
+    // A sampled object of `size` bytes (a sizeclass or large size) and its
+    // zeroed record; nullptr if memory is exhausted.  The object keeps the
+    // alignment an unsampled object of its size would have (the largest
+    // power of two dividing `size`), and at least `align`.
+    //
+    // Small objects: one slab block [lead-in ending with the record][object],
+    // the lead-in rounded up to the alignment, so that the block, a multiple
+    // of the alignment in size, comes from a class aligned to it.
+    // Objects that would not fit a slab that way are a chunk run of their
+    // own, exactly as an unsampled large object, with the record in a small
+    // block named by the run's pagemap entry: a lead-in there would double
+    // the run (its alignment is its size) and, measured on large-object
+    // churn, nearly doubled the resident set and page faults.
     SampleRecord* alloc(size_t size, size_t align, bool zero)
     {
       size_t alignment = bits::natural_alignment(size);
       if (alignment < align)
         alignment = align;
       size_t lead = bits::align_up(sizeof(SampleRecord), alignment);
-      size_t bytes = lead + size;
-      bool large = bytes > config::MAX_SMALL_SIZE;
-      void* block = large ?
-        PoolAlloc::alloc_chunks_tagged(large_size(bytes, MIN_ALLOC_ALIGN), zero, ChunkKind::Pool) :
-        alloc_block(bytes);
-      if (block == nullptr)
+      if (lead + size <= config::MAX_SMALL_SIZE)
+      {
+        void* block = alloc_block(lead + size);
+        if (block == nullptr)
+          return nullptr;
+        void* object = static_cast<char*>(block) + lead;
+        if (zero)
+          std::memset(object, 0, size);
+        return new_record(SampleRecord::below(object), object, uint32_t(lead));
+      }
+      void* record = alloc_block(sizeof(SampleRecord));
+      if (record == nullptr)
         return nullptr;
-      auto* record = SampleRecord::of(static_cast<char*>(block) + lead);
-      std::memset(static_cast<void*>(record), 0, sizeof(SampleRecord));
-      record->block = block;
-      record->large_block = large;
-      // free() looks up the object's chunk, which for a large block is
-      // not the first.
-      if (large && pagemap.chunk_index(record->object()) != pagemap.chunk_index(block))
-        pagemap.entry_of(record->object()).set(make_tag(ChunkKind::Pool, 0), 0);
-      if (zero && !large)
-        std::memset(record->object(), 0, size);
-      return record;
+      size_t run = large_size(size, alignment);
+      Backend::Chunks c = backend.alloc_chunks(run);
+      if (c.base == nullptr)
+      {
+        dealloc_block(record);
+        return nullptr;
+      }
+      if (zero && !c.zeroed)
+        std::memset(c.base, 0, run);
+      auto* r = new_record(record, c.base, 0);
+      pagemap.entry_of(c.base).set(
+        make_tag(ChunkKind::Pool, bits::log2_floor(run)), reinterpret_cast<uintptr_t>(r));
+      return r;
+    }
+
+    // The record of a pool object (whose chunk's entry is tagged Pool).
+    static SampleRecord* record_of(const void* object)
+    {
+      const PagemapEntry& e = pagemap.entry_of(object);
+      if (tag_payload(e.get_owner()) != 0)
+        return reinterpret_cast<SampleRecord*>(e.get_meta());
+      return SampleRecord::below(object);
     }
 
     void dealloc(SampleRecord* record)
     {
-      void* block = record->block;
-      if (record->large_block)
+      void* object = record->object;
+      if (record->lead != 0)
       {
-        if (pagemap.chunk_index(record->object()) != pagemap.chunk_index(block))
-          pagemap.entry_of(record->object()).set(0, 0);
-        PoolAlloc::dealloc_chunks_tagged(block, pagemap.entry_of(block).get_owner());
+        dealloc_block(static_cast<char*>(object) - record->lead);
         return;
       }
-      LockGuard g(lock_);
-      core_.dealloc_local(
-        block, reinterpret_cast<SlabMeta*>(pagemap.entry_of(block).get_meta()));
+      PagemapEntry& e = pagemap.entry_of(object);
+      size_t run = size_t(1) << tag_payload(e.get_owner());
+      e.set(0, 0);
+      backend.dealloc_chunks(object, run);
+      dealloc_block(record);
     }
 
     void prefork() noexcept

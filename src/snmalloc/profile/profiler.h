@@ -49,7 +49,7 @@ namespace snmalloc::profile
     }
     list.insert(r);
     emit_event(EventKind::Alloc, r);
-    return r->object();
+    return r->object;
   }
 
   struct Profiler
@@ -143,7 +143,7 @@ namespace snmalloc::profile
     // would warn about reading below an object it saw allocated.
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
-      SampleRecord* r = SampleRecord::of(p);
+      SampleRecord* r = ProfilePool::record_of(p);
       emit_event(EventKind::Free, r);
       r->list->remove(r);
       profile_pool.dealloc(r);
@@ -151,7 +151,7 @@ namespace snmalloc::profile
 
     SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
     {
-      return SampleRecord::of(p)->allocated_size;
+      return ProfilePool::record_of(p)->allocated_size;
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).

@@ -21,21 +21,21 @@ namespace snmalloc::profile
     SampleRecord* prev;
     SampleRecord* next;
     SampleList* list;
-    void* block; // the pool block holding record and object
+    void* object;
     size_t requested_size;
-    size_t allocated_size; // the sizeclass size the object stands in for
+    size_t allocated_size; // the size the object stands in for (its class)
     size_t interval; // R when it was sampled
     int64_t time_ns;
     uint32_t stack_id;
     uint32_t thread_id;
-    bool large_block;
+    // Bytes from the start of the pool block to the object, the record
+    // being the last bytes of them; 0 when the object is a chunk run of its
+    // own and the record a separate block, found through the pagemap.
+    uint32_t lead;
+    uint32_t unused_padding;
 
-    void* object()
-    {
-      return reinterpret_cast<char*>(this) + sizeof(SampleRecord);
-    }
-
-    static SampleRecord* of(const void* object)
+    // The record of an object whose record lies just below it.
+    static SampleRecord* below(const void* object)
     {
       return reinterpret_cast<SampleRecord*>(
         reinterpret_cast<uintptr_t>(object) - sizeof(SampleRecord));
