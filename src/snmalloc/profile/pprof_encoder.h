@@ -74,7 +74,10 @@ namespace snmalloc::profile
   // "snmalloc::.*", not "^snmalloc::".
   inline constexpr std::string_view allocator_frames_regex =
     "snmalloc::.*|malloc|calloc|realloc|reallocarray|free|posix_memalign|"
-    "aligned_alloc|memalign|valloc|pvalloc|operator new.*";
+    "aligned_alloc|memalign|valloc|pvalloc|operator new.*|"
+    // Rust's allocation shims and the global-allocator adaptor
+    "__rust_alloc|__rust_alloc_zeroed|__rust_realloc|__rdl_.*|__rg_.*|"
+    "alloc::alloc::.*|<.* as core::alloc::global::GlobalAlloc>::.*";
 
   namespace detail
   {

@@ -7,6 +7,7 @@
 // re-entrancy guard set, so the allocations made here are served unsampled.
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <link.h>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +42,62 @@ namespace snmalloc::profile
 
   namespace detail
   {
+    // Rust's legacy symbols are C++-mangled paths whose components carry
+    // escapes ($LT$ for '<', .. for "::", ...) and end in a hash
+    // component "h<16 hex digits>".  Turn the C++ demangler's output for
+    // them into the Rust path, e.g. "<a::B as c::D>::f".  Other names are
+    // returned unchanged.
+    inline std::string tidy_rust_legacy(const std::string& name)
+    {
+      size_t hash = name.rfind("::h");
+      if (hash == std::string::npos || name.size() - hash != 19)
+        return name;
+      for (size_t i = hash + 3; i < name.size(); i++)
+      {
+        if (!std::isxdigit(static_cast<unsigned char>(name[i])))
+          return name;
+      }
+      static const std::pair<const char*, const char*> escapes[] = {
+        {"$LT$", "<"}, {"$GT$", ">"}, {"$RF$", "&"}, {"$BP$", "*"}, {"$C$", ","},
+        {"$SP$", "@"}, {"$u20$", " "}, {"$u22$", "\""}, {"$u27$", "'"}, {"$u2b$", "+"},
+        {"$u3b$", ";"}, {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7b$", "{"}, {"$u7d$", "}"},
+        {"$u7e$", "~"}};
+      std::string out;
+      std::string_view in(name.data(), hash);
+      for (size_t i = 0; i < in.size();)
+      {
+        if (in[i] == '$')
+        {
+          bool replaced = false;
+          for (const auto& [from, to] : escapes)
+          {
+            if (in.substr(i).rfind(from, 0) == 0)
+            {
+              out += to;
+              i += std::strlen(from);
+              replaced = true;
+              break;
+            }
+          }
+          if (!replaced)
+            out += in[i++];
+        }
+        else if (in.substr(i, 2) == "..")
+        {
+          out += "::";
+          i += 2;
+        }
+        else
+        {
+          out += in[i++];
+        }
+      }
+      // A leading "_" protects a component starting with '$' or a digit.
+      if (out.rfind("_<", 0) == 0)
+        out.erase(0, 1);
+      return out;
+    }
+
     inline std::string lowercase_hex(const uint8_t* bytes, size_t count)
     {
       static constexpr char digits[] = "0123456789abcdef";
@@ -346,7 +404,7 @@ namespace snmalloc::profile
         {
           // __cxa_demangle may have realloc'ed the buffer.
           demangle_buffer = demangled;
-          return {demangled, symbol};
+          return {detail::tidy_rust_legacy(demangled), symbol};
         }
       }
       return {symbol, symbol};

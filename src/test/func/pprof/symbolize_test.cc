@@ -175,3 +175,20 @@ TEST_CASE("functions of the vDSO, which has no file, are named", "[symbolize]")
     names.insert(symbolizer.function_name(address).name);
   CHECK((names.count("__vdso_clock_gettime") + names.count("clock_gettime")) == 1);
 }
+
+TEST_CASE("Rust legacy symbols read as Rust paths", "[symbolize]")
+{
+  using snmalloc::profile::detail::tidy_rust_legacy;
+  // What __cxa_demangle makes of Rust's legacy mangling.
+  CHECK(
+    tidy_rust_legacy("_$LT$snmalloc_prof..SnMalloc$u20$as$u20$core..alloc..global..GlobalAlloc$GT$::alloc::h0123456789abcdef") ==
+    "<snmalloc_prof::SnMalloc as core::alloc::global::GlobalAlloc>::alloc");
+  CHECK(tidy_rust_legacy("profile_test::hold_vectors::h9f27b041a9f64134") == "profile_test::hold_vectors");
+  CHECK(
+    tidy_rust_legacy("alloc::raw_vec::RawVec$LT$T$C$A$GT$::reserve::do_reserve_and_handle::h1111111111111111") ==
+    "alloc::raw_vec::RawVec<T,A>::reserve::do_reserve_and_handle");
+  // C++ names, and names ending in something that is not a Rust hash, stay.
+  CHECK(tidy_rust_legacy("std::vector<int>::push_back(int const&)") == "std::vector<int>::push_back(int const&)");
+  CHECK(tidy_rust_legacy("ns::hashing") == "ns::hashing");
+  CHECK(tidy_rust_legacy("ns::h0123456789abcdeg") == "ns::h0123456789abcdeg");
+}
