@@ -69,7 +69,20 @@ extern "C"
     return snmalloc::alloc_size(p);
   }
 
+  // As glibc's: an alignment that is not a power of two is rounded up to
+  // one (memalign predates the stricter interfaces; programs rely on it).
   SNMALLOC_EXPORT void* memalign(size_t align, size_t size)
+  {
+    if (align > (size_t(1) << (snmalloc::bits::BITS - 1)))
+    {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return snmalloc::alloc_aligned(snmalloc::bits::next_pow2(align ? align : 1), size);
+  }
+
+  // C11: the alignment must be a power of two (EINVAL otherwise).
+  SNMALLOC_EXPORT void* aligned_alloc(size_t align, size_t size)
   {
     if (!snmalloc::detail::valid_alignment(align))
     {
@@ -77,11 +90,6 @@ extern "C"
       return nullptr;
     }
     return snmalloc::alloc_aligned(align, size);
-  }
-
-  SNMALLOC_EXPORT void* aligned_alloc(size_t align, size_t size)
-  {
-    return memalign(align, size);
   }
 
   SNMALLOC_EXPORT int posix_memalign(void** out, size_t align, size_t size)

@@ -194,6 +194,27 @@ TEST_CASE("aligned_alloc-nopow2")
   }
 }
 
+TEST_CASE("memalign-nopow2-rounds-up-as-glibc")
+{
+  // glibc's memalign takes any alignment, rounding it up to a power of
+  // two, and treats 0 as 1; preloaded programs rely on that.
+  const std::pair<size_t, size_t> cases[] = {
+    {0, 1}, {3, 4}, {24, 32}, {48, 64}, {100, 128}, {4097, 8192}, {(size_t(1) << 20) + 1, size_t(1) << 21}};
+  for (const auto& [align, rounded] : cases)
+  {
+    INFO("alignment " << align);
+    void* p = memalign(opaque(align), 100);
+    REQUIRE(p != nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(p) % rounded == 0);
+    CHECK(malloc_usable_size(p) >= 100);
+    std::memset(p, 0x5a, 100);
+    std::free(p);
+  }
+  errno = 0;
+  CHECK(memalign(opaque(SIZE_MAX), 16) == nullptr);
+  CHECK(errno == EINVAL);
+}
+
 TEST_CASE("valloc-page-aligned")
 {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
