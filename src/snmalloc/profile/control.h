@@ -98,35 +98,41 @@ namespace snmalloc::profile
     }
   } // namespace detail
 
+  namespace detail
+  {
+    // Encode the current profile and hand the bytes to `write`, which
+    // returns 0 or an errno; nothing escapes as an exception.
+    template<typename Write>
+    DumpResult encode_and_write(Write&& write)
+    {
+      ProfilerGuard guard;
+      try
+      {
+        std::vector<uint8_t> bytes = encode_current_profile();
+        return {write(bytes.data(), bytes.size())};
+      }
+      catch (const std::bad_alloc&)
+      {
+        return {ENOMEM};
+      }
+    }
+  } // namespace detail
+
   inline DumpResult dump(const char* path)
   {
     if (path == nullptr || *path == '\0')
       return {EINVAL};
-    ProfilerGuard guard;
-    try
-    {
-      std::vector<uint8_t> bytes = detail::encode_current_profile();
-      return {write_gzip_file_atomic(path, bytes.data(), bytes.size())};
-    }
-    catch (const std::bad_alloc&)
-    {
-      return {ENOMEM};
-    }
+    return detail::encode_and_write([path](const uint8_t* data, size_t size) {
+      return write_gzip_file_atomic(path, data, size);
+    });
   }
 
   inline DumpResult dump(int fd)
   {
     if (fd < 0)
       return {EBADF};
-    ProfilerGuard guard;
-    try
-    {
-      std::vector<uint8_t> bytes = detail::encode_current_profile();
-      return {write_gzip_fd(fd, bytes.data(), bytes.size())};
-    }
-    catch (const std::bad_alloc&)
-    {
-      return {ENOMEM};
-    }
+    return detail::encode_and_write([fd](const uint8_t* data, size_t size) {
+      return write_gzip_fd(fd, data, size);
+    });
   }
 } // namespace snmalloc::profile
