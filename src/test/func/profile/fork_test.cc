@@ -1,0 +1,154 @@
+// fork() while threads allocate with profiling on: the child can allocate
+// at once, take samples, dump, and exit; its profile reads in pprof and
+// holds both the samples it inherited and the ones it took.  Repeated, so a
+// lock left held across fork would show as a hung child (killed after a
+// timeout and reported).
+#include "profile_test_support.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace profile_test;
+
+namespace
+{
+  constexpr size_t FORKS = 8;
+  constexpr size_t BACKGROUND_THREADS = 3;
+  constexpr size_t PARENT_OBJECTS = 500, CHILD_OBJECTS = 300;
+  constexpr auto CHILD_TIMEOUT = std::chrono::seconds(30);
+
+  std::vector<void*> parent_kept, child_kept;
+} // namespace
+
+__attribute__((noinline)) void fork_parent_site(size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    parent_kept.push_back(std::malloc(64));
+}
+
+__attribute__((noinline)) void fork_child_site(size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    child_kept.push_back(std::malloc(i % 50 == 0 ? 150000 : 200));
+}
+
+__attribute__((noinline)) void fork_background_site(std::mt19937_64& rng, std::vector<void*>& mine)
+{
+  mine.push_back(std::malloc(16 + rng() % 20000));
+}
+
+namespace
+{
+  // In the child: sample everything on a new thread, dump, exit.  Only the
+  // exit status reports back (no test framework in the child).
+  [[noreturn]] void child(const std::string& path)
+  {
+    if (snmalloc::profile::start(1) != 0)
+      _exit(2);
+    std::thread([] { fork_child_site(CHILD_OBJECTS); }).join();
+    _exit(snmalloc::profile::dump(path.c_str()).ok() ? 0 : 3);
+  }
+
+  // Waits for the child; kills it after CHILD_TIMEOUT.  Returns its wait
+  // status, or -1 if it had to be killed.
+  int wait_for_child(pid_t pid)
+  {
+    auto deadline = std::chrono::steady_clock::now() + CHILD_TIMEOUT;
+    for (;;)
+    {
+      int status = 0;
+      pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid)
+        return status;
+      if (std::chrono::steady_clock::now() > deadline)
+      {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+} // namespace
+
+TEST_CASE("fork while threads allocate: the child samples, dumps and exits")
+{
+  const size_t parent_usable = usable_size_unsampled(64);
+  TempDir dir;
+  parent_kept.reserve(PARENT_OBJECTS);
+  child_kept.reserve(CHILD_OBJECTS);
+  ProfilingAt exact(1);
+  on_fresh_thread([] { fork_parent_site(PARENT_OBJECTS); });
+
+  // Sampling often, so the profiler's locks are taken all the time.
+  REQUIRE(snmalloc::profile::start(1024) == 0);
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> background_allocations{0};
+  std::vector<std::thread> background;
+  for (size_t t = 0; t < BACKGROUND_THREADS; t++)
+    background.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::vector<void*> mine;
+      while (!stop)
+      {
+        fork_background_site(rng, mine);
+        background_allocations++;
+        if (mine.size() > 200)
+        {
+          for (void* p : mine)
+            std::free(p);
+          mine.clear();
+        }
+      }
+      for (void* p : mine)
+        std::free(p);
+    });
+
+  // Fork only once the threads are busy (and have been sampled).
+  while (background_allocations < 1000 * BACKGROUND_THREADS)
+    std::this_thread::yield();
+
+  std::vector<std::string> profiles;
+  for (size_t i = 0; i < FORKS; i++)
+  {
+    std::string path = dir.file("child-" + std::to_string(i) + ".pb.gz");
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0)
+      child(path);
+    int status = wait_for_child(pid);
+    INFO("child " << i);
+    REQUIRE(status != -1); // else it hung: a lock held across fork?
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    profiles.push_back(path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop = true;
+  for (std::thread& t : background)
+    t.join();
+
+  for (const std::string& path : profiles)
+  {
+    INFO(path);
+    SiteTable table(path);
+    // Inherited from the parent, exactly.
+    CHECK(table["fork_parent_site"].inuse_objects == int64_t(PARENT_OBJECTS));
+    CHECK(table["fork_parent_site"].inuse_space == int64_t(PARENT_OBJECTS * parent_usable));
+    // Taken in the child, exactly.
+    CHECK(table["fork_child_site"].alloc_objects == int64_t(CHILD_OBJECTS));
+    CHECK(table["fork_child_site"].inuse_objects == int64_t(CHILD_OBJECTS));
+    CHECK(table["fork_background_site"].alloc_objects > 0);
+  }
+  // The parent never ran the child's site.
+  dump_or_fail(dir.file("parent.pb.gz"));
+  CHECK(SiteTable(dir.file("parent.pb.gz"))["fork_child_site"].alloc_objects == 0);
+  for (void* p : parent_kept)
+    std::free(p);
+}

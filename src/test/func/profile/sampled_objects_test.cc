@@ -1,0 +1,459 @@
+// Sampled objects live in the profile pool, not in the slabs of their
+// sizeclass.  To the program they must be indistinguishable from the
+// objects they stand in for: same usable size, requested alignment, calloc
+// zeroing, realloc contents, and free from any thread.  All at R == 1, so
+// every object here is a sampled one; each test also reads the profile to
+// confirm that its allocations really were sampled.  For that the stack
+// source is replaced by one that names the allocating site directly: these
+// tests are about the objects, not about stack capture and attribution
+// (exact_test.cc and roundtrip_test.cc check those).
+#include "profile_test_support.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <condition_variable>
+#include <cstring>
+#include <iterator>
+#include <malloc.h>
+#include <mutex>
+#include <new>
+
+using namespace profile_test;
+
+namespace
+{
+  constexpr size_t MAX_TESTED_SIZE = 70000; // past the largest small class
+
+  unsigned char fill_byte(size_t seed)
+  {
+    return static_cast<unsigned char>(seed * 131 + 7);
+  }
+
+  void fill(void* p, size_t n, size_t seed)
+  {
+    std::memset(p, fill_byte(seed), n);
+  }
+
+  // Compares against a block of the expected byte: memcmp is many times
+  // faster than a byte loop, and gigabytes are checked here.
+  bool holds_byte(const void* p, size_t n, unsigned char b)
+  {
+    static thread_local unsigned char expected[64 * 1024];
+    std::memset(expected, b, sizeof(expected));
+    const auto* bytes = static_cast<const unsigned char*>(p);
+    for (size_t done = 0; done < n; done += sizeof(expected))
+    {
+      size_t piece = n - done < sizeof(expected) ? n - done : sizeof(expected);
+      if (std::memcmp(bytes + done, expected, piece) != 0)
+        return false;
+    }
+    return true;
+  }
+
+  bool filled(const void* p, size_t n, size_t seed)
+  {
+    return holds_byte(p, n, fill_byte(seed));
+  }
+
+  bool all_zero(const void* p, size_t n)
+  {
+    return holds_byte(p, n, 0);
+  }
+
+  bool aligned_to(const void* p, size_t alignment)
+  {
+    return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+  }
+
+  std::vector<void*> kept;
+
+  // The frame of the site allocating on this thread, if any: the one frame
+  // the replaced stack source records.
+  thread_local uintptr_t current_site = 0;
+
+  __attribute__((noinline)) int allocation_elsewhere()
+  {
+    return 1;
+  }
+
+  size_t site_stack(uintptr_t* out, size_t max)
+  {
+    if (max == 0)
+      return 0;
+    out[0] = current_site != 0 ? current_site : frame_in(allocation_elsewhere);
+    return 1;
+  }
+
+  // Marks a site's allocations for site_stack.
+  class AtSite
+  {
+  public:
+    template<typename F>
+    explicit AtSite(F* site)
+    {
+      current_site = frame_in(site);
+    }
+
+    ~AtSite()
+    {
+      current_site = 0;
+    }
+  };
+
+  // Every allocation sampled, on stacks from site_stack.
+  class SampledAtSites
+  {
+    StackSourceScope source_{site_stack};
+    ProfilingAt exact_{1};
+  };
+} // namespace
+
+__attribute__((noinline)) void* sampled_site_malloc(size_t n)
+{
+  AtSite here(sampled_site_malloc);
+  void* p = std::malloc(n);
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_class(size_t n)
+{
+  AtSite here(sampled_site_class);
+  void* p = std::malloc(n);
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_aligned_alloc(size_t alignment, size_t n)
+{
+  AtSite here(sampled_site_aligned_alloc);
+  void* p = aligned_alloc(alignment, n);
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_posix_memalign(size_t alignment, size_t n)
+{
+  AtSite here(sampled_site_posix_memalign);
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment, n) != 0)
+    p = nullptr;
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_new_aligned(size_t alignment, size_t n)
+{
+  AtSite here(sampled_site_new_aligned);
+  void* p = ::operator new(n, std::align_val_t(alignment));
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_calloc(size_t n)
+{
+  AtSite here(sampled_site_calloc);
+  void* p = std::calloc(1, n);
+  kept.push_back(p);
+  return p;
+}
+
+__attribute__((noinline)) void* sampled_site_realloc(void* p, size_t n)
+{
+  AtSite here(sampled_site_realloc);
+  void* q = std::realloc(p, n);
+  kept.push_back(q);
+  return q;
+}
+
+__attribute__((noinline)) void* sampled_site_handed_over(size_t n)
+{
+  AtSite here(sampled_site_handed_over);
+  void* p = std::malloc(n);
+  kept.push_back(p);
+  return p;
+}
+
+namespace
+{
+  // Reads the profile and returns what pprof shows for `site`.
+  SiteValues profile_of(const TempDir& dir, const std::string& site)
+  {
+    std::string path = dir.file(site + ".pb.gz");
+    dump_or_fail(path);
+    return SiteTable(path)[site];
+  }
+
+  // Frees what the sites kept, on the calling thread.
+  void free_kept()
+  {
+    for (void* p : kept)
+      std::free(p);
+    kept.clear();
+  }
+} // namespace
+
+TEST_CASE("sampled objects: usable size equals the unsampled one for sizes 1 to 70000")
+{
+  std::vector<size_t> unsampled(MAX_TESTED_SIZE + 1);
+  for (size_t n = 1; n <= MAX_TESTED_SIZE; n++)
+    unsampled[n] = usable_size_unsampled(n);
+  kept.reserve(MAX_TESTED_SIZE);
+  TempDir dir;
+  SampledAtSites exact;
+  std::vector<size_t> sampled(MAX_TESTED_SIZE + 1);
+  size_t overwritten = 0; // objects whose neighbour's writes reached them
+  on_fresh_thread([&] {
+    // The last WINDOW objects stay live while later ones are written over
+    // their whole usable size: a block too small for what it reports
+    // would overwrite a neighbour (or its record, and crash free).
+    constexpr size_t WINDOW = 256;
+    for (size_t n = 1; n <= MAX_TESTED_SIZE; n++)
+    {
+      void* p = sampled_site_malloc(n);
+      sampled[n] = malloc_usable_size(p);
+      fill(p, sampled[n], n);
+      if (n > WINDOW)
+      {
+        size_t old = n - WINDOW;
+        if (!filled(kept[old - 1], sampled[old], old))
+          overwritten++;
+        std::free(kept[old - 1]);
+        kept[old - 1] = nullptr;
+      }
+    }
+  });
+  SiteValues profile = profile_of(dir, "sampled_site_malloc");
+  free_kept();
+
+  CHECK(overwritten == 0);
+  size_t mismatches = 0;
+  for (size_t n = 1; n <= MAX_TESTED_SIZE; n++)
+  {
+    if (sampled[n] != unsampled[n] && mismatches++ < 10)
+      FAIL_CHECK("malloc(" << n << "): usable " << sampled[n] << " sampled, "
+                           << unsampled[n] << " unsampled");
+  }
+  CHECK(mismatches == 0);
+  // They were sampled: every one is in the profile.
+  CHECK(profile.alloc_objects == int64_t(MAX_TESTED_SIZE));
+}
+
+TEST_CASE("sampled objects honour every power-of-two alignment from 16 to 1 MiB")
+{
+  struct Request
+  {
+    size_t alignment, size, unsampled_usable;
+  };
+  std::vector<Request> requests;
+  for (size_t alignment = 16; alignment <= (size_t(1) << 20); alignment *= 2)
+  {
+    for (size_t size : {size_t(1), alignment / 2 + 1, alignment, alignment + 1, 3 * alignment})
+      requests.push_back({alignment, size, usable_size_unsampled(size, alignment)});
+  }
+
+  using AlignedSite = void* (*)(size_t, size_t);
+  const std::pair<const char*, AlignedSite> sites[] = {
+    {"sampled_site_aligned_alloc", sampled_site_aligned_alloc},
+    {"sampled_site_posix_memalign", sampled_site_posix_memalign},
+    {"sampled_site_new_aligned", sampled_site_new_aligned}};
+
+  kept.reserve(std::size(sites) * requests.size());
+  TempDir dir;
+  SampledAtSites exact;
+  for (const auto& [name, site] : sites)
+  {
+    std::vector<void*> objects;
+    on_fresh_thread([&, site = site] {
+      for (const Request& r : requests)
+        objects.push_back(site(r.alignment, r.size));
+    });
+    for (size_t i = 0; i < requests.size(); i++)
+    {
+      const Request& r = requests[i];
+      INFO(name << "(alignment " << r.alignment << ", size " << r.size << ")");
+      REQUIRE(objects[i] != nullptr);
+      CHECK(aligned_to(objects[i], r.alignment));
+      CHECK(malloc_usable_size(objects[i]) == r.unsampled_usable);
+      fill(objects[i], malloc_usable_size(objects[i]), i);
+    }
+    for (size_t i = 0; i < requests.size(); i++)
+      CHECK(filled(objects[i], malloc_usable_size(objects[i]), i));
+    INFO("profile of " << name);
+    CHECK(profile_of(dir, name).inuse_objects == int64_t(requests.size()));
+  }
+  free_kept();
+}
+
+TEST_CASE("sampled objects keep the natural alignment of their size")
+{
+  // DESIGN.md: a sampled object's header is "placed so the object keeps
+  // the alignment its sizeclass guarantees"; objects of a sizeclass are
+  // naturally aligned (a 4 KiB object is 4 KiB aligned), and so are large
+  // ones (power-of-two runs of chunks).  Checked for every small class and
+  // some large sizes with plain malloc, which asks for no alignment.
+  std::vector<size_t> sizes;
+  for (size_t n = 16; n <= snmalloc::config::MAX_SMALL_SIZE; n += 16)
+    if (usable_size_unsampled(n) == n)
+      sizes.push_back(n);
+  REQUIRE(sizes.size() > 40);
+  for (size_t large : {100000, 300000, (1 << 20) + 1})
+    sizes.push_back(usable_size_unsampled(large));
+
+  kept.reserve(sizes.size());
+  TempDir dir;
+  SampledAtSites exact;
+  on_fresh_thread([&] {
+    for (size_t size : sizes)
+      sampled_site_class(size);
+  });
+  for (size_t i = 0; i < sizes.size(); i++)
+  {
+    size_t natural = sizes[i] & (~sizes[i] + 1); // largest power of two dividing it
+    INFO("malloc(" << sizes[i] << ") at " << kept[i] << ", natural alignment " << natural);
+    CHECK(aligned_to(kept[i], natural));
+  }
+  CHECK(profile_of(dir, "sampled_site_class").inuse_objects == int64_t(sizes.size()));
+  free_kept();
+}
+
+TEST_CASE("calloc of a sampled object is zeroed also when it reuses memory")
+{
+  const size_t sizes[] = {24, 1000, 4096, 60000, 100000, 300000};
+  constexpr size_t ROUNDS = 20;
+  kept.reserve(std::size(sizes) * ROUNDS * 2);
+  TempDir dir;
+  SampledAtSites exact;
+  size_t not_zeroed = 0;
+  on_fresh_thread([&] {
+    for (size_t round = 0; round < ROUNDS; round++)
+    {
+      // Dirty blocks of every size, free them, and calloc the same sizes,
+      // which the pool serves from the blocks just freed.
+      std::vector<void*> dirty;
+      for (size_t size : sizes)
+      {
+        void* p = std::malloc(size);
+        fill(p, malloc_usable_size(p), round + 1);
+        dirty.push_back(p);
+      }
+      for (void* p : dirty)
+        std::free(p);
+      for (size_t size : sizes)
+        if (!all_zero(sampled_site_calloc(size), size))
+          not_zeroed++;
+      for (void*& p : kept)
+      {
+        fill(p, malloc_usable_size(p), round + 2);
+        std::free(p);
+      }
+      kept.clear();
+    }
+    // One more round left live for the profile.
+    for (size_t size : sizes)
+      if (!all_zero(sampled_site_calloc(size), size))
+        not_zeroed++;
+  });
+  CHECK(not_zeroed == 0);
+  SiteValues profile = profile_of(dir, "sampled_site_calloc");
+  CHECK(profile.alloc_objects == int64_t(std::size(sizes) * (ROUNDS + 1)));
+  CHECK(profile.inuse_objects == int64_t(std::size(sizes)));
+  free_kept();
+}
+
+TEST_CASE("realloc of a sampled object moves it and keeps its contents")
+{
+  // Shrink, same size, grow, small <-> large, large -> large.
+  const std::pair<size_t, size_t> resizes[] = {
+    {100, 50}, {100, 100}, {100, 101}, {24, 4000}, {4000, 70000},
+    {70000, 1000}, {100000, 300000}, {300000, 100000}, {65536, 65536}};
+  std::vector<size_t> unsampled;
+  for (const auto& [from, to] : resizes)
+    unsampled.push_back(usable_size_unsampled(to));
+  kept.reserve(std::size(resizes));
+  TempDir dir;
+  SampledAtSites exact;
+  std::vector<void*> before, after;
+  std::vector<bool> kept_contents;
+  on_fresh_thread([&] {
+    for (size_t i = 0; i < std::size(resizes); i++)
+    {
+      auto [from, to] = resizes[i];
+      void* p = std::malloc(from);
+      fill(p, from, i);
+      before.push_back(p);
+      void* q = sampled_site_realloc(p, to);
+      after.push_back(q);
+      kept_contents.push_back(filled(q, from < to ? from : to, i));
+    }
+  });
+  for (size_t i = 0; i < std::size(resizes); i++)
+  {
+    INFO("realloc from " << resizes[i].first << " to " << resizes[i].second);
+    REQUIRE(after[i] != nullptr);
+    CHECK(after[i] != before[i]);
+    CHECK(kept_contents[i]);
+    CHECK(malloc_usable_size(after[i]) == unsampled[i]);
+  }
+  SiteValues profile = profile_of(dir, "sampled_site_realloc");
+  CHECK(profile.inuse_objects == int64_t(std::size(resizes)));
+  free_kept();
+}
+
+TEST_CASE("sampled objects are freed from another thread")
+{
+  const size_t sizes[] = {16, 48, 1024, 4096, 20000, 65536, 70000, 1 << 20};
+  constexpr size_t PER_SIZE = 50;
+  kept.reserve(2 * std::size(sizes) * PER_SIZE);
+  TempDir dir;
+  SampledAtSites exact;
+  for (int pass = 0; pass < 2; pass++)
+  {
+    // Allocated on one thread, freed on another while the first still runs;
+    // the second pass reuses the pool memory the first freed.
+    std::vector<void*> handed;
+    std::mutex lock;
+    std::condition_variable changed;
+    bool ready = false, freed = false;
+    std::thread owner([&] {
+      std::vector<void*> mine;
+      for (size_t size : sizes)
+        for (size_t i = 0; i < PER_SIZE; i++)
+        {
+          void* p = sampled_site_handed_over(size);
+          fill(p, size, i);
+          mine.push_back(p);
+        }
+      std::unique_lock<std::mutex> g(lock);
+      handed = mine;
+      ready = true;
+      changed.notify_all();
+      changed.wait(g, [&] { return freed; });
+    });
+    {
+      std::unique_lock<std::mutex> g(lock);
+      changed.wait(g, [&] { return ready; });
+    }
+    size_t damaged = 0;
+    on_fresh_thread([&] {
+      for (size_t i = 0; i < handed.size(); i++)
+      {
+        if (!filled(handed[i], sizes[i / PER_SIZE], i % PER_SIZE))
+          damaged++;
+        std::free(handed[i]);
+      }
+    });
+    {
+      std::lock_guard<std::mutex> g(lock);
+      freed = true;
+    }
+    changed.notify_all();
+    owner.join();
+    CHECK(damaged == 0);
+  }
+  kept.clear(); // all freed above
+  SiteValues profile = profile_of(dir, "sampled_site_handed_over");
+  CHECK(profile.alloc_objects == int64_t(2 * std::size(sizes) * PER_SIZE));
+  CHECK(profile.inuse_objects == 0);
+  CHECK(profile.inuse_space == 0);
+}
