@@ -39,7 +39,7 @@ namespace snmalloc::detail
   }
 
   template<bool nothrow>
-  inline void* new_aligned_impl(size_t size, std::align_val_t al)
+  SNMALLOC_FAST_PATH void* new_aligned_impl(size_t size, std::align_val_t al)
   {
     size_t align = static_cast<size_t>(al);
     void* p = bits::is_pow2(align) ? alloc_aligned(align, size) : nullptr;

@@ -71,13 +71,18 @@ namespace snmalloc::profile
   // parameters) matches, so profiles end at the caller of malloc/new.
   // pprof compiles this as "^(" + regex + ")$" (profile/prune.go,
   // RemoveUninteresting), so each alternative must match a whole name:
-  // "snmalloc::.*", not "^snmalloc::".
+  // "snmalloc::.*", not "^snmalloc::".  Template functions are named with
+  // their return type first ("void* snmalloc::..."), and compilers add
+  // suffixes to the parts of functions they split or specialise
+  // ("posix_memalign.cold"); both are allowed for.
   inline constexpr std::string_view allocator_frames_regex =
-    "snmalloc::.*|malloc|calloc|realloc|reallocarray|free|posix_memalign|"
+    "(?:snmalloc::.*|.*[ *&]snmalloc::.*|"
+    "malloc|calloc|realloc|reallocarray|free|posix_memalign|"
     "aligned_alloc|memalign|valloc|pvalloc|operator new.*|"
     // Rust's allocation shims and the global-allocator adaptor
     "__rust_alloc|__rust_alloc_zeroed|__rust_realloc|__rdl_.*|__rg_.*|"
-    "alloc::alloc::.*|<.* as core::alloc::global::GlobalAlloc>::.*";
+    "alloc::alloc::.*|<.* as core::alloc::global::GlobalAlloc>::.*)"
+    "(?:\\.cold|\\.part\\.[0-9]+|\\.isra\\.[0-9]+|\\.constprop\\.[0-9]+)*";
 
   namespace detail
   {

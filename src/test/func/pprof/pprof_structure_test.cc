@@ -6,6 +6,7 @@
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
+#include <regex>
 #include <map>
 #include <set>
 
@@ -153,4 +154,28 @@ TEST_CASE("mappings: the main program first, ids from 1, has_functions", "[pprof
   REQUIRE(length > 0);
   Message first = decode(mappings.at(0).bytes);
   CHECK(decoded.string(varint_of(first, 5)) == std::string(self, static_cast<size_t>(length)));
+}
+
+TEST_CASE("drop_frames names the allocator's frames and nothing else", "[pprof]")
+{
+  // pprof anchors the expression as ^(...)$; std::regex's ECMAScript syntax
+  // reads this one as Go's RE2 does.
+  const std::regex drop(
+    "^(" + std::string(snmalloc::profile::allocator_frames_regex) + ")$");
+  for (const char* name :
+       {"malloc", "free", "posix_memalign.cold", "realloc.part.0", "operator new",
+        "operator new[]", "snmalloc::alloc_slow", "void* snmalloc::detail::new_aligned_impl<false>",
+        "__rust_alloc", "alloc::alloc::exchange_malloc",
+        "<snmalloc_prof::SnMalloc as core::alloc::global::GlobalAlloc>::alloc"})
+  {
+    INFO(name);
+    CHECK(std::regex_match(name, drop));
+  }
+  for (const char* name :
+       {"main", "my_malloc", "malloc_wrapper", "std::vector<snmalloc::X> make",
+        "cache::build_cache", "profile_test::hold_vectors"})
+  {
+    INFO(name);
+    CHECK_FALSE(std::regex_match(name, drop));
+  }
 }
