@@ -203,15 +203,14 @@ namespace snmalloc
     }
   }
 
-  // Can p, of usable size `usable`, hold `size` bytes without moving, and
-  // is it not wasting a larger class?  Sampled objects always move, so a
-  // resize is recorded as the new allocation it is.
-  inline bool resize_in_place(const void* p, size_t usable, size_t size)
+  // Can an object of usable size `usable` hold `size` bytes without moving,
+  // without wasting a larger class?  Sampled objects too: their usable size
+  // is their class's, and resizing one in place is not an allocation, so
+  // the profile records none (moving them instead, as the design first
+  // said, copied large buffers on every growth step once sampled).
+  inline bool resize_in_place(size_t usable, size_t size)
   {
     if (size == 0 || size > usable)
-      return false;
-    if (is_tag(pagemap.entry_of(p).get_owner()) &&
-        tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Pool)
       return false;
     if (usable <= config::MAX_SMALL_SIZE)
       return sizeclass_to_size(size_to_sizeclass(size)) == usable;
@@ -232,7 +231,7 @@ namespace snmalloc
     size_t usable = alloc_size(p);
     if (usable == 0)
       report_invalid_free(p);
-    if (resize_in_place(p, usable, size))
+    if (resize_in_place(usable, size))
       return p;
     void* q = alloc(size);
     if (q != nullptr)
