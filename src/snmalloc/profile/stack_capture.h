@@ -10,7 +10,9 @@
 #include "settings.h"
 
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <libunwind.h>
+#include <link.h>
 
 namespace snmalloc::profile
 {
@@ -31,17 +33,64 @@ namespace snmalloc::profile
   // CoreAlloc slow path, alloc_slow.
   constexpr size_t ALLOCATOR_FRAMES = 5;
 
+  // The entry points (malloc, operator new, ...) usually reach alloc_slow
+  // by a tail call and leave no frame; where they do not (unoptimised
+  // builds), their frame is cut too.  The override layer registers them at
+  // start-up, so the depth a user asks for counts the user's frames only.
+  class EntryPoints
+  {
+    static constexpr size_t MAX = 32;
+    uintptr_t start_[MAX] = {};
+    uintptr_t end_[MAX] = {};
+    std::atomic<size_t> count_{0};
+
+  public:
+    // `fn` must be a function whose symbol (with its size) the dynamic
+    // linker knows; others are ignored.
+    void add(void* fn) noexcept
+    {
+      Dl_info info;
+      void* entry = nullptr; // dladdr1 writes a const ElfW(Sym)* here
+      if (::dladdr1(fn, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr)
+        return;
+      const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+      if (symbol->st_size == 0 || info.dli_saddr == nullptr)
+        return;
+      size_t i = count_.load(std::memory_order_relaxed);
+      if (i == MAX)
+        return;
+      start_[i] = reinterpret_cast<uintptr_t>(info.dli_saddr);
+      end_[i] = start_[i] + symbol->st_size;
+      count_.store(i + 1, std::memory_order_release);
+    }
+
+    // A return address inside one of them (it may equal the end when the
+    // call is the function's last instruction).
+    bool contains(uintptr_t return_address) const noexcept
+    {
+      size_t n = count_.load(std::memory_order_acquire);
+      for (size_t i = 0; i < n; i++)
+      {
+        if (return_address > start_[i] && return_address <= end_[i])
+          return true;
+      }
+      return false;
+    }
+  };
+
+  inline EntryPoints entry_points;
+
   SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
   {
     if (StackSource source = stack_source.load(std::memory_order_acquire))
       return source(out, max);
-    uintptr_t raw[MAX_DEPTH + ALLOCATOR_FRAMES];
-    size_t want = max + ALLOCATOR_FRAMES;
-    if (want > MAX_DEPTH + ALLOCATOR_FRAMES)
-      want = MAX_DEPTH + ALLOCATOR_FRAMES;
+    // Room for the allocator's frames, an entry point's, and slack.
+    constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
+    uintptr_t raw[MAX_DEPTH + CUT];
+    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
     int n = unw_backtrace(reinterpret_cast<void**>(raw), int(want));
     size_t first = ALLOCATOR_FRAMES;
-    for (size_t i = 0; i < size_t(n) && i <= ALLOCATOR_FRAMES + 4; i++)
+    for (size_t i = 0; i < size_t(n) && i < CUT; i++)
     {
       if (raw[i] == slow_path_return_address)
       {
@@ -49,6 +98,8 @@ namespace snmalloc::profile
         break;
       }
     }
+    while (first < size_t(n) && entry_points.contains(raw[first]))
+      first++;
     if (size_t(n) <= first)
       return 0;
     size_t depth = size_t(n) - first;
