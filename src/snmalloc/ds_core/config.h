@@ -27,7 +27,10 @@ namespace snmalloc::config
   constexpr size_t MIN_OBJECTS_PER_SLAB = 12;
 
   // Remote frees are posted once this many bytes are cached for others.
-  constexpr size_t REMOTE_CACHE_BYTES = size_t(1) << 20;
+  // Against 1 MiB, 256 KiB cut peak RSS of a producer/consumer benchmark
+  // from 4.4 to 3.6 MiB and of larson from 7.4 to 6.3 MiB, for 12% of the
+  // producer/consumer throughput (still well ahead of the others there).
+  constexpr size_t REMOTE_CACHE_BYTES = size_t(1) << 18;
 
   // Free memory still resident is returned to the OS after one to two
   // periods, or at once when there is more than the limit of it.
