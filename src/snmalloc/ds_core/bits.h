@@ -33,11 +33,6 @@ namespace snmalloc::bits
     return (x + alignment - 1) & ~(alignment - 1);
   }
 
-  constexpr size_t align_down(size_t x, size_t alignment)
-  {
-    return x & ~(alignment - 1);
-  }
-
   // Largest power of two dividing x (x > 0): the alignment of x-strided objects.
   constexpr size_t natural_alignment(size_t x)
   {

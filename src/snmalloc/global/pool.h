@@ -2,8 +2,7 @@
 // Layer global: the pool of allocators.  A thread takes one on its first
 // slow path and gives it back at exit, with everything it still owns (live
 // objects' slabs, and when profiling, its sample list), so the next thread
-// reuses it.  Allocators are never destroyed; `all` lists every one of them
-// for whoever must visit them (the profiler's dump).
+// reuses it.  Allocators are never destroyed.
 
 #include "../mem/mem.h"
 
@@ -14,7 +13,6 @@ namespace snmalloc
   {
     SpinLock lock_;
     Core* free_ = nullptr;
-    std::atomic<Core*> all_{nullptr};
 
   public:
     Core* acquire() noexcept
@@ -31,14 +29,7 @@ namespace snmalloc
       void* mem = backend.alloc_meta(sizeof(Core));
       if (mem == nullptr)
         report_fatal("out of memory creating a thread allocator");
-      Core* c = new (mem) Core(reinterpret_cast<uintptr_t>(mem));
-      Core* head = all_.load(std::memory_order_relaxed);
-      do
-      {
-        c->next_in_all = head;
-      } while (!all_.compare_exchange_weak(
-        head, c, std::memory_order_release, std::memory_order_relaxed));
-      return c;
+      return new (mem) Core(reinterpret_cast<uintptr_t>(mem));
     }
 
     void release(Core* c) noexcept
@@ -46,14 +37,6 @@ namespace snmalloc
       LockGuard g(lock_);
       c->next_in_pool = free_;
       free_ = c;
-    }
-
-    template<typename F>
-    void for_each(F&& f)
-    {
-      for (Core* c = all_.load(std::memory_order_acquire); c != nullptr;
-           c = c->next_in_all)
-        f(*c);
     }
 
     void prefork() noexcept

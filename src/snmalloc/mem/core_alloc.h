@@ -44,7 +44,6 @@ namespace snmalloc
     using Local = LocalCache<CoreAlloc>;
 
     CoreAlloc* next_in_pool = nullptr;
-    CoreAlloc* next_in_all = nullptr;
 
   private:
     uintptr_t owner_value_;

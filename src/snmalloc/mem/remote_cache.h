@@ -72,10 +72,5 @@ namespace snmalloc
       }
       cached_bytes_ = 0;
     }
-
-    bool empty() const
-    {
-      return cached_bytes_ == 0;
-    }
   };
 } // namespace snmalloc
