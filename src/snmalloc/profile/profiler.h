@@ -62,6 +62,17 @@ namespace snmalloc::profile
       Batch held_[NUM_SMALL_CLASSES];
       SampleList samples_;
 
+      template<typename Core>
+      static void give_back(Core& core, Batch& b)
+      {
+        while (b.head != nullptr)
+        {
+          FreeObject* f = b.pop();
+          core.dealloc_local(f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
+        }
+        b = {};
+      }
+
     public:
       bool sample_due(sizeclass_t sc) const
       {
@@ -100,8 +111,18 @@ namespace snmalloc::profile
             result = p;
           }
         }
-        if (held.head != nullptr)
-          fast = split(sc, held).head;
+        if (held.head == nullptr)
+          return result;
+        // The unwinder may have allocated from this class while the sample
+        // was taken, refilling `fast` or holding back a batch of its own
+        // meanwhile: then the rest, not yet counted, goes back to its slab
+        // rather than over them.
+        if (fast != nullptr || held_[sc].head != nullptr)
+        {
+          give_back(core, held);
+          return result;
+        }
+        fast = split(sc, held).head;
         return result;
       }
 
@@ -122,14 +143,7 @@ namespace snmalloc::profile
       void flush(Core& core)
       {
         for (Batch& b : held_)
-        {
-          while (b.head != nullptr)
-          {
-            FreeObject* f = b.pop();
-            core.dealloc_local(f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
-          }
-          b = {};
-        }
+          give_back(core, b);
       }
     };
 
