@@ -19,8 +19,18 @@ namespace snmalloc
     void* p;
     if (size <= config::MAX_SMALL_SIZE)
     {
+      // Size 0 comes here with its class's fast list possibly non-empty.
       sizeclass_t sc = size_to_sizeclass(size);
-      p = core.alloc_refill(local.fast[sc], sc, size, align);
+      FreeObject*& fast = local.fast[sc];
+      if (fast != nullptr)
+      {
+        p = fast;
+        fast = fast->next_relaxed();
+      }
+      else
+      {
+        p = core.alloc_refill(fast, sc, size, align);
+      }
       if (zero && p != nullptr)
         std::memset(p, 0, size);
     }
