@@ -14,11 +14,15 @@ namespace snmalloc
 {
   class Arena
   {
+  public:
+    // The arena's base is aligned to this, so every buddy block is aligned to
+    // its own size in absolute terms up to this bound: the largest alignment
+    // the allocator can honour.
+    static constexpr size_t BASE_ALIGN_BITS = 32;
+
+  private:
     static constexpr size_t MAX_BITS = 44;
     static constexpr size_t MIN_BITS = 32;
-    // The arena's base is aligned to this, so every buddy block is aligned to
-    // its own size in absolute terms (up to this bound).
-    static constexpr size_t BASE_ALIGN_BITS = 32;
     static constexpr size_t COMMIT_STEP = size_t(64) << 20;
 
     uintptr_t committed_end_ = 0;

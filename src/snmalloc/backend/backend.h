@@ -22,24 +22,37 @@ namespace snmalloc
     uintptr_t meta_end_ = 0;
     FreeObject* meta_recycled_[8] = {};
     int64_t last_decay_ns_ = 0;
+    // Free memory that may still be resident: bytes freed, less dirty bytes
+    // handed out again and bytes decommitted.  The buddy's dirty flags
+    // overstate it (a freed block merged with a clean buddy is flagged
+    // dirty whole), so the hard limit is judged on this instead.
+    size_t free_resident_ = 0;
+
+    void less_free_resident(size_t bytes) noexcept
+    {
+      free_resident_ -= bytes < free_resident_ ? bytes : free_resident_;
+    }
 
     // Freed memory is returned to the OS once it has stayed free for one
     // to two decay periods, or at once beyond a hard limit.
     void return_memory_locked() noexcept
     {
-      size_t dirty = buddy_.dirty_bytes();
-      if (dirty == 0)
+      if (buddy_.dirty_bytes() == 0)
+      {
+        free_resident_ = 0;
         return;
-      if (dirty > config::DIRTY_LIMIT_BYTES)
+      }
+      if (free_resident_ > config::DIRTY_LIMIT_BYTES)
       {
         buddy_.decay(true);
+        free_resident_ = 0;
         return;
       }
       int64_t now = Pal::monotonic_ns();
       if (now - last_decay_ns_ >= config::DECAY_PERIOD_NS)
       {
         last_decay_ns_ = now;
-        buddy_.decay(false);
+        less_free_resident(buddy_.decay(false));
       }
     }
 
@@ -86,6 +99,8 @@ namespace snmalloc
       Buddy::Block b = buddy_.alloc(order_of(size));
       if (!b.ok)
         return {};
+      if (b.dirty)
+        less_free_resident(size);
       return_memory_locked();
       return {pagemap.chunk_address(b.index), !b.dirty};
     }
@@ -96,6 +111,7 @@ namespace snmalloc
     {
       LockGuard g(lock_);
       buddy_.dealloc(pagemap.chunk_index(base), order_of(size));
+      free_resident_ += size;
       return_memory_locked();
     }
 

@@ -191,9 +191,10 @@ namespace snmalloc
     }
 
     // Decommit dirty blocks (all of them, or only the aged ones) and age the
-    // dirty blocks that remain.
-    void decay(bool everything)
+    // dirty blocks that remain.  Returns the bytes decommitted.
+    size_t decay(bool everything)
     {
+      size_t decommitted = 0;
       for (size_t o = 0; o <= MAX_ORDER; o++)
       {
         for (uint32_t i = heads_[o]; i != NONE; i = next_of(i))
@@ -206,6 +207,7 @@ namespace snmalloc
             Pal::decommit(pagemap.chunk_address(i), size_t(1) << (o + config::CHUNK_BITS));
             at(i).owner.store(free_tag(o, 0), std::memory_order_relaxed);
             dirty_chunks_ -= size_t(1) << o;
+            decommitted += size_t(1) << (o + config::CHUNK_BITS);
           }
           else
           {
@@ -213,6 +215,7 @@ namespace snmalloc
           }
         }
       }
+      return decommitted;
     }
   };
 } // namespace snmalloc

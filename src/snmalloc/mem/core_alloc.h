@@ -183,7 +183,7 @@ namespace snmalloc
     // Large requests: whole chunks.  `zero` asks for zeroed memory.
     SNMALLOC_SLOW_PATH void* alloc_large(size_t size, size_t align, bool zero)
     {
-      if (size >= MAX_ALLOC_SIZE || align >= MAX_ALLOC_SIZE)
+      if (size >= MAX_ALLOC_SIZE || align > (size_t(1) << Arena::BASE_ALIGN_BITS))
         return nullptr;
       if constexpr (Profiler::enabled)
       {
