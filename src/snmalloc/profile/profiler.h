@@ -172,14 +172,14 @@ namespace snmalloc::profile
     static void prefork()
     {
       stack_table.prefork();
-      sample_lists.for_each([](SampleList& l) { l.lock.lock(); });
+      sample_lists.prefork();
       profile_pool.prefork();
     }
 
     static void postfork()
     {
       profile_pool.postfork();
-      sample_lists.for_each([](SampleList& l) { l.lock.unlock(); });
+      sample_lists.postfork();
       stack_table.postfork();
     }
   };

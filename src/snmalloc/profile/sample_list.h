@@ -80,17 +80,17 @@ namespace snmalloc::profile
 
   class SampleListRegistry
   {
+    // Taken to register a list, and by fork's prefork handler for as long as
+    // it holds every list's lock, so no list appears in between.
+    SpinLock lock_;
     std::atomic<SampleList*> head_{nullptr};
 
   public:
     void add(SampleList* list)
     {
-      SampleList* old = head_.load(std::memory_order_relaxed);
-      do
-      {
-        list->next_registered = old;
-      } while (!head_.compare_exchange_weak(
-        old, list, std::memory_order_release, std::memory_order_relaxed));
+      LockGuard g(lock_);
+      list->next_registered = head_.load(std::memory_order_relaxed);
+      head_.store(list, std::memory_order_release);
     }
 
     template<typename F>
@@ -99,6 +99,18 @@ namespace snmalloc::profile
       for (SampleList* l = head_.load(std::memory_order_acquire); l != nullptr;
            l = l->next_registered)
         f(*l);
+    }
+
+    void prefork() noexcept
+    {
+      lock_.lock();
+      for_each([](SampleList& l) { l.lock.lock(); });
+    }
+
+    void postfork() noexcept
+    {
+      for_each([](SampleList& l) { l.lock.unlock(); });
+      lock_.unlock();
     }
   };
 
