@@ -158,20 +158,30 @@ namespace snmalloc
       release_slab(meta);
     }
 
+    // An object of one of this allocator's slabs, its slab found through
+    // the pagemap.
+    void dealloc_local(void* p)
+    {
+      dealloc_local(p, reinterpret_cast<SlabMeta*>(pagemap.entry_of(p).get_meta()));
+    }
+
+    // A null-terminated list of such objects.
+    void dealloc_local_list(FreeObject* f)
+    {
+      while (f != nullptr)
+      {
+        FreeObject* next = f->next_relaxed();
+        dealloc_local(f);
+        f = next;
+      }
+    }
+
     // Objects other threads freed for us.
     void handle_messages()
     {
       if (SNMALLOC_LIKELY(!queue.maybe_nonempty()))
         return;
-      FreeObject* f = queue.take_all();
-      while (f != nullptr)
-      {
-        FreeObject* next = f->next_relaxed();
-        dealloc_local(
-          f,
-          reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
-        f = next;
-      }
+      dealloc_local_list(queue.take_all());
     }
 
     void dealloc_remote(RemoteInbox* owner, void* p, size_t size)
@@ -219,13 +229,7 @@ namespace snmalloc
     {
       for (auto& head : local.fast)
       {
-        for (FreeObject* f = head; f != nullptr;)
-        {
-          FreeObject* next = f->next_relaxed();
-          dealloc_local(
-            f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
-          f = next;
-        }
+        dealloc_local_list(head);
         head = nullptr;
       }
       profile_.flush(*this);

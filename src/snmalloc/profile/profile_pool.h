@@ -41,8 +41,7 @@ namespace snmalloc::profile
     void dealloc_block(void* block)
     {
       LockGuard g(lock_);
-      core_.dealloc_local(
-        block, reinterpret_cast<SlabMeta*>(pagemap.entry_of(block).get_meta()));
+      core_.dealloc_local(block);
     }
 
     static SampleRecord* new_record(void* at, void* object, uint32_t lead)

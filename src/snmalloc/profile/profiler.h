@@ -65,11 +65,7 @@ namespace snmalloc::profile
       template<typename Core>
       static void give_back(Core& core, Batch& b)
       {
-        while (b.head != nullptr)
-        {
-          FreeObject* f = b.pop();
-          core.dealloc_local(f, reinterpret_cast<SlabMeta*>(pagemap.entry_of(f).get_meta()));
-        }
+        core.dealloc_local_list(b.head);
         b = {};
       }
 
@@ -107,7 +103,7 @@ namespace snmalloc::profile
           size_t s = sizeclass_to_size(sc);
           if (void* p = take_sample(samples_, size, s, align, false, sampler_.interval()))
           {
-            core.dealloc_local(point, reinterpret_cast<SlabMeta*>(pagemap.entry_of(point).get_meta()));
+            core.dealloc_local(point);
             result = p;
           }
         }
