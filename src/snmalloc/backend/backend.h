@@ -72,11 +72,6 @@ namespace snmalloc
       return true;
     }
 
-    static size_t order_of(size_t size)
-    {
-      return bits::log2_ceil(size) - config::CHUNK_BITS;
-    }
-
     static size_t meta_bucket(size_t size)
     {
       return (size + 63) / 64 - 1;
@@ -89,30 +84,50 @@ namespace snmalloc
       bool zeroed = false;
     };
 
-    // `size` is a power of two >= CHUNK_SIZE.  The block is aligned to its
-    // size.  The caller sets its pagemap entries.
-    Chunks alloc_chunks(size_t size) noexcept
+    // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
+    // power of two; at least CHUNK_SIZE is implied).  The caller sets its
+    // pagemap entries.
+    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
     {
+      size_t chunks = bytes >> config::CHUNK_BITS;
+      size_t align_order =
+        align > config::CHUNK_SIZE ? bits::log2_floor(align) - config::CHUNK_BITS : 0;
       LockGuard g(lock_);
       if (!ensure_init_locked())
         return {};
-      Buddy::Block b = buddy_.alloc(order_of(size));
+      Buddy::Block b = buddy_.alloc_run(chunks, align_order);
       if (!b.ok)
         return {};
       if (b.dirty)
-        less_free_resident(size);
+        less_free_resident(bytes);
       return_memory_locked();
       return {pagemap.chunk_address(b.index), !b.dirty};
     }
 
-    // Give back a block from alloc_chunks.  Its pagemap entries must already
-    // be cleared by the caller.
-    void dealloc_chunks(void* base, size_t size) noexcept
+    // Give back `bytes` from `base`: a run from alloc_chunks, or part of
+    // one.  Its pagemap entries must already be cleared by the caller.
+    // `clean`: its pages were just replaced and read as zero.
+    void dealloc_chunks(void* base, size_t bytes, bool clean = false) noexcept
     {
       LockGuard g(lock_);
-      buddy_.dealloc(pagemap.chunk_index(base), order_of(size));
-      free_resident_ += size;
+      buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
+      if (!clean)
+        free_resident_ += bytes;
       return_memory_locked();
+    }
+
+    // Grow the run at `base` from `bytes` to `new_bytes` in place, if the
+    // chunks after it are free.  Their contents are unspecified.
+    bool extend_chunks(void* base, size_t bytes, size_t new_bytes) noexcept
+    {
+      LockGuard g(lock_);
+      bool dirty = false;
+      size_t end = pagemap.chunk_index(base) + (bytes >> config::CHUNK_BITS);
+      if (!buddy_.claim(end, (new_bytes - bytes) >> config::CHUNK_BITS, dirty))
+        return false;
+      if (dirty)
+        less_free_resident(new_bytes - bytes);
+      return true;
     }
 
     // Zeroed, 64-byte aligned memory for allocator metadata.
@@ -133,7 +148,7 @@ namespace snmalloc
         if (!ensure_init_locked())
           return nullptr;
         size_t block = bits::next_pow2(size < config::CHUNK_SIZE ? config::CHUNK_SIZE : size);
-        Buddy::Block b = buddy_.alloc(order_of(block));
+        Buddy::Block b = buddy_.alloc(bits::log2_floor(block) - config::CHUNK_BITS);
         if (!b.ok)
           return nullptr;
         void* base = pagemap.chunk_address(b.index);

@@ -1,5 +1,13 @@
 #pragma once
-// Layer backend: a buddy allocator of power-of-two runs of chunks.
+// Layer backend: a buddy allocator of chunks.
+//
+// Free memory is kept as power-of-two blocks aligned to their size, so that
+// freeing merges buddies back.  A caller may take a *run* of any number of
+// chunks: the smallest block that holds it (and its alignment) is split off,
+// the tail past the run goes straight back as the aligned blocks it is made
+// of, and freeing a run gives back the aligned blocks it is made of, which
+// merge with their free buddies.  A 1 MiB + 16 KiB run therefore occupies
+// 65 chunks, not the 128 of its power of two.
 //
 // Free blocks are described out of band, in the pagemap entry of their first
 // chunk, so a free block's memory is never touched (it may be decommitted):
@@ -126,18 +134,43 @@ namespace snmalloc
       if (!arena_->ensure_committed(
             pagemap.base + ((start + size) << config::CHUNK_BITS)))
         return {};
-      // Fill the gap [frontier_, start) with the largest aligned blocks.
       size_t gap = frontier_;
       frontier_ = start + size;
-      while (gap < start)
-      {
-        size_t o = gap == 0 ? MAX_ORDER : size_t(__builtin_ctzl(gap));
-        while (gap + (size_t(1) << o) > start)
-          o--;
-        insert(gap, o, 0);
-        gap += size_t(1) << o;
-      }
+      for_each_aligned_block(gap, start, [&](size_t i, size_t o) { insert(i, o, 0); });
       return {start, false, true};
+    }
+
+    // Call f(index, order) for the largest aligned blocks that tile
+    // [begin, end), in address order.
+    template<typename F>
+    static void for_each_aligned_block(size_t begin, size_t end, F&& f)
+    {
+      while (begin < end)
+      {
+        size_t o = begin == 0 ? MAX_ORDER : size_t(__builtin_ctzl(begin));
+        if (o > MAX_ORDER)
+          o = MAX_ORDER;
+        while (begin + (size_t(1) << o) > end)
+          o--;
+        f(begin, o);
+        begin += size_t(1) << o;
+      }
+    }
+
+    // The free block holding chunk `index`, if any: {its first chunk, order}.
+    bool free_block_holding(size_t index, size_t& first, size_t& order) const
+    {
+      for (size_t o = 0; o <= MAX_ORDER; o++)
+      {
+        size_t candidate = index & ~((size_t(1) << o) - 1);
+        if (is_free_block(candidate, o))
+        {
+          first = candidate;
+          order = o;
+          return true;
+        }
+      }
+      return false;
     }
 
   public:
@@ -174,9 +207,72 @@ namespace snmalloc
       return {index, (flags & DIRTY) != 0, true};
     }
 
-    // A freed block is dirty and young; merged with its buddies, it stays
-    // young (the merged block holds newly freed pages).
-    void dealloc(size_t index, size_t order)
+    // `chunks` chunks starting at a multiple of 2^align_order chunks.  The
+    // block they are cut from is dirty if any of it may be.
+    Block alloc_run(size_t chunks, size_t align_order)
+    {
+      size_t order = bits::log2_ceil(chunks);
+      if (order < align_order)
+        order = align_order;
+      Block b = alloc(order);
+      if (b.ok)
+      {
+        uintptr_t flags = b.dirty ? DIRTY : 0;
+        for_each_aligned_block(
+          b.index + chunks, b.index + (size_t(1) << order),
+          [&](size_t i, size_t o) { insert(i, o, flags); });
+      }
+      return b;
+    }
+
+    // Give back a run from alloc_run (or any range of chunks handed out).
+    // Clean runs read as zero (their pages were just replaced).
+    void dealloc_run(size_t index, size_t chunks, bool clean = false)
+    {
+      for_each_aligned_block(
+        index, index + chunks, [&](size_t i, size_t o) { dealloc(i, o, clean); });
+    }
+
+    // Take the chunks [index, index + chunks) if every one is free or beyond
+    // the frontier, for a run ending at `index` to grow into.  Sets `dirty`
+    // if any of them may hold resident pages.
+    bool claim(size_t index, size_t chunks, bool& dirty)
+    {
+      size_t end = index + chunks;
+      size_t limit = pagemap.size >> config::CHUNK_BITS;
+      if (end > limit || end < index)
+        return false;
+      size_t first = 0, order = 0;
+      for (size_t i = index; i < end && i < frontier_; i = first + (size_t(1) << order))
+      {
+        if (!free_block_holding(i, first, order))
+          return false;
+      }
+      if (end > frontier_ &&
+          !arena_->ensure_committed(pagemap.base + (end << config::CHUNK_BITS)))
+        return false;
+      dirty = false;
+      for (size_t i = index; i < end && i < frontier_;)
+      {
+        free_block_holding(i, first, order);
+        uintptr_t flags = flags_of(first);
+        size_t block_end = first + (size_t(1) << order);
+        remove(first, order);
+        dirty |= (flags & DIRTY) != 0;
+        auto keep = [&](size_t b, size_t o) { insert(b, o, flags); };
+        for_each_aligned_block(first, i, keep);
+        for_each_aligned_block(end < block_end ? end : block_end, block_end, keep);
+        i = block_end;
+      }
+      if (end > frontier_)
+        frontier_ = end;
+      return true;
+    }
+
+    // A freed block is dirty and young (unless the caller has just replaced
+    // its pages); merged with its buddies, it stays young (the merged block
+    // holds newly freed pages).
+    void dealloc(size_t index, size_t order, bool clean = false)
     {
       while (order < MAX_ORDER)
       {
@@ -186,8 +282,9 @@ namespace snmalloc
         remove(buddy, order);
         index &= ~(size_t(1) << order);
         order++;
+        clean = false;
       }
-      insert(index, order, DIRTY);
+      insert(index, order, clean ? 0 : DIRTY);
     }
 
     // Decommit dirty blocks (all of them, or only the aged ones) and age the

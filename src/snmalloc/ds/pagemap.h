@@ -23,8 +23,11 @@ namespace snmalloc
 {
   enum class ChunkKind : uintptr_t
   {
-    Large = 1, // first chunk of a large allocation; payload: order
-    Pool = 2, // profile pool (sampled objects); meta: pool slab or 0
+    Large = 1, // first chunk of a large object; payload: run (mem/large_run.h)
+    // Sampled objects of the profile pool: payload 0 for a pool slab (meta:
+    // the slab), else the first chunk of a large sampled run (payload as
+    // Large; meta: its sample record).
+    Sampled = 2,
     FreeBlock = 3, // first chunk of a free buddy block; payload: order, dirty
     Meta = 4, // allocator metadata
   };

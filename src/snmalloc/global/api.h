@@ -108,9 +108,9 @@ namespace snmalloc
       case ChunkKind::Large:
         if ((pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) != 0)
           report_invalid_free(p);
-        Alloc::dealloc_chunks_tagged(p, owner);
+        large_run::dealloc(p);
         return;
-      case ChunkKind::Pool:
+      case ChunkKind::Sampled:
         Profiler::dealloc_sampled(p);
         return;
       default:
@@ -205,27 +205,65 @@ namespace snmalloc
     switch (tag_kind(owner))
     {
       case ChunkKind::Large:
-        return size_t(1) << (tag_payload(owner) + config::CHUNK_BITS);
-      case ChunkKind::Pool:
+        return large_run::bytes_of_tag(owner);
+      case ChunkKind::Sampled:
         return Profiler::usable_size(p);
       default:
         return 0;
     }
   }
 
-  // Can an object of usable size `usable` hold `size` bytes without moving,
-  // without wasting a larger class?  Sampled objects too: their usable size
-  // is their class's, and resizing one in place is not an allocation, so
-  // the profile records none (moving them instead, as the design first
-  // said, copied large buffers on every growth step once sampled).
-  inline bool resize_in_place(size_t usable, size_t size)
+  // What realloc did with large objects: bytes it copied out of them, and
+  // what it spared (bytes of pages it moved by remapping, runs it resized in
+  // place).  Small objects are not counted: a copy of one is at most 64 KiB
+  // and a shared counter would cost more than it tells.
+  struct ReallocStats
   {
-    if (size == 0 || size > usable)
-      return false;
-    if (usable <= config::MAX_SMALL_SIZE)
-      return sizeclass_to_size(size_to_sizeclass(size)) == usable;
-    return large_size(size, MIN_ALIGN) == usable;
-  }
+    std::atomic<size_t> bytes_copied{0};
+    std::atomic<size_t> bytes_remapped{0};
+    std::atomic<size_t> resized_in_place{0};
+  };
+
+  inline ReallocStats realloc_stats;
+
+  namespace detail
+  {
+    inline void count(std::atomic<size_t>& counter, size_t n)
+    {
+      counter.fetch_add(n, std::memory_order_relaxed);
+    }
+
+    // Can `p`, of usable size `usable`, hold `size` bytes without moving?
+    // Small objects only within their class.  Large ones shrink or grow
+    // their run in place when they can; sampled ones stay within their run:
+    // their record stands for what they were sampled as, and resizing one
+    // in place is not an allocation, so the profile records none (moving
+    // them on every growth step, as the design first said, copied large
+    // buffers over and over once sampled).
+    inline bool resize_in_place(void* p, size_t usable, size_t size)
+    {
+      if (usable <= config::MAX_SMALL_SIZE)
+        return size <= usable && sizeclass_to_size(size_to_sizeclass(size)) == usable;
+      if (size <= config::MAX_SMALL_SIZE)
+        return false;
+      if (tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Large)
+        return large_run::resize_in_place(p, size);
+      return large_size(size) == usable;
+    }
+
+    // Move realloc's `bytes` out of the large object p into q: by remapping
+    // pages where q is a large run too, else by copying.
+    inline void move_contents(void* q, void* p, size_t bytes)
+    {
+      if (large_run::is_run(q) && large_run::move_pages(p, q, bytes))
+      {
+        count(realloc_stats.bytes_remapped, bytes);
+        return;
+      }
+      std::memcpy(q, p, bytes);
+      count(realloc_stats.bytes_copied, bytes);
+    }
+  } // namespace detail
 
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns
   // nullptr (as glibc does); failure leaves p untouched.
@@ -241,14 +279,24 @@ namespace snmalloc
     size_t usable = alloc_size(p);
     if (usable == 0)
       report_invalid_free(p);
-    if (resize_in_place(usable, size))
-      return p;
-    void* q = alloc(size);
-    if (q != nullptr)
+    bool large = usable > config::MAX_SMALL_SIZE;
+    if (large && !large_run::is_run(p))
+      report_invalid_free(p);
+    if (size < MAX_ALLOC_SIZE && detail::resize_in_place(p, usable, size))
     {
-      std::memcpy(q, p, usable < size ? usable : size);
-      dealloc(p);
+      if (large)
+        detail::count(realloc_stats.resized_in_place, 1);
+      return p;
     }
+    void* q = alloc(size);
+    if (q == nullptr)
+      return nullptr;
+    size_t bytes = usable < size ? usable : size;
+    if (!large)
+      std::memcpy(q, p, bytes);
+    else
+      detail::move_contents(q, p, bytes);
+    dealloc(p);
     return q;
   }
 } // namespace snmalloc

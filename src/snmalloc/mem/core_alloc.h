@@ -12,13 +12,14 @@
 //             profile: sample_due -> alloc_at_sample_point
 //             take_batch: awake slab's free list, else new_slab
 //             profile: split (hold back past the next sample point)
-//        -> CoreAlloc::alloc_large      profile countdown, buddy chunks
+//        -> CoreAlloc::alloc_large      profile countdown, a chunk run (large_run.h)
 //   dealloc(p)                          FAST: owner == this thread: slab push
 //     -> slab_needs_attention           push made `needed` zero: wake/release
 //     -> dealloc_slow                   not ours:
 //        -> dealloc_remote              other allocator: batch, post
-//        -> dealloc_large / Profiler::dealloc_sampled
+//        -> large_run::dealloc / Profiler::dealloc_sampled
 
+#include "large_run.h"
 #include "local_cache.h"
 #include "no_profiler.h"
 #include "remote_cache.h"
@@ -27,16 +28,6 @@
 
 namespace snmalloc
 {
-  // Anything at or above this fails with ENOMEM: it is beyond any arena and
-  // keeps size arithmetic (rounding, headers) far from wrapping.
-  constexpr size_t MAX_ALLOC_SIZE = size_t(1) << 46;
-
-  constexpr size_t large_size(size_t size, size_t align)
-  {
-    size_t s = size < align ? align : size;
-    return s <= config::CHUNK_SIZE ? config::CHUNK_SIZE : bits::next_pow2(s);
-  }
-
   template<typename Profiler>
   class CoreAlloc : public RemoteInbox
   {
@@ -54,7 +45,7 @@ namespace snmalloc
     SlabMeta* new_slab(sizeclass_t sc)
     {
       size_t slab_size = size_t(1) << sizeclasses.slab_bits[sc];
-      Backend::Chunks c = backend.alloc_chunks(slab_size);
+      Backend::Chunks c = backend.alloc_chunks(slab_size, slab_size);
       if (c.base == nullptr)
         return nullptr;
       void* m = backend.alloc_meta(sizeof(SlabMeta));
@@ -190,7 +181,7 @@ namespace snmalloc
         remote_.flush();
     }
 
-    // Large requests: whole chunks.  `zero` asks for zeroed memory.
+    // Large requests: a run of whole chunks.  `zero` asks for zeroed memory.
     SNMALLOC_SLOW_PATH void* alloc_large(size_t size, size_t align, bool zero)
     {
       if (size >= MAX_ALLOC_SIZE || align > (size_t(1) << Arena::BASE_ALIGN_BITS))
@@ -200,28 +191,7 @@ namespace snmalloc
         if (void* p = profile_.alloc_large(*this, size, align, zero))
           return p;
       }
-      return alloc_chunks_tagged(large_size(size, align), zero, ChunkKind::Large);
-    }
-
-    // A run of chunks whose first pagemap entry carries `kind` and the
-    // run's order.  Shared with the profile pool for large sampled objects.
-    static void* alloc_chunks_tagged(size_t bytes, bool zero, ChunkKind kind)
-    {
-      Backend::Chunks c = backend.alloc_chunks(bytes);
-      if (c.base == nullptr)
-        return nullptr;
-      if (zero && !c.zeroed)
-        std::memset(c.base, 0, bytes);
-      pagemap.entry_of(c.base).set(
-        make_tag(kind, bits::log2_floor(bytes) - config::CHUNK_BITS), 0);
-      return c.base;
-    }
-
-    static void dealloc_chunks_tagged(void* p, uintptr_t tag)
-    {
-      size_t bytes = size_t(1) << (tag_payload(tag) + config::CHUNK_BITS);
-      pagemap.entry_of(p).set(0, 0);
-      backend.dealloc_chunks(p, bytes);
+      return large_run::alloc(size, align, zero, ChunkKind::Large, 0);
     }
 
     // Give everything cached back: at thread exit, and after a borrowed use.

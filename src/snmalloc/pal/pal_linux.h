@@ -66,6 +66,35 @@ namespace snmalloc
       (void)::madvise(p, size, MADV_DONTNEED);
     }
 
+    // Move the pages of [from, from+size) to `to` (both page-aligned, inside
+    // one read-write mapping) without copying them; `from` stays mapped and
+    // reads as zero.  False when the kernel cannot (before Linux 5.7, or
+    // under valgrind): the caller copies instead.
+    static bool move_pages(void* from, void* to, size_t size) noexcept
+    {
+      void* r = ::mremap(
+        from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
+      return r == to;
+    }
+
+    // Replace [p, p+size) with fresh zero pages of a new mapping.  Pages that
+    // move_pages took or brought keep the offset of the mapping they came
+    // from, so the kernel cannot merge their range with its neighbours again;
+    // a fresh mapping at the same place can, which keeps the process's map
+    // count from growing with every move.  Also frees the physical pages.
+    static void replace_pages(void* p, size_t size) noexcept
+    {
+      void* r = ::mmap(
+        p,
+        size,
+        PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+        -1,
+        0);
+      if (r != p)
+        decommit(p, size);
+    }
+
     static uint64_t entropy64() noexcept
     {
       uint64_t value = 0;

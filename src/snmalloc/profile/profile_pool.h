@@ -3,11 +3,11 @@
 // sampled objects.
 //
 // Small blocks come from slabs of an ordinary CoreAlloc (without profiling)
-// whose pagemap entries say "Pool" instead of naming a thread's allocator:
+// whose pagemap entries say "Sampled" instead of naming a thread's allocator:
 // free()'s owner test therefore sends sampled objects off the fast path
 // with no extra branch for ordinary ones.  Blocks are packed densely in
 // those slabs, never a page per sample.  Large sampled objects are chunk
-// runs tagged Pool (see alloc).  Freed memory goes back through the usual
+// runs tagged Sampled (see alloc).  Freed memory goes back through the usual
 // slab release and backend decay.
 
 #include "../mem/mem.h"
@@ -20,7 +20,7 @@ namespace snmalloc::profile
     using PoolAlloc = CoreAlloc<NoProfiler>;
 
     SpinLock lock_;
-    PoolAlloc core_{make_tag(ChunkKind::Pool, 0)};
+    PoolAlloc core_{make_tag(ChunkKind::Sampled, 0)};
     PoolAlloc::Local local_{};
 
     void* alloc_block(size_t bytes)
@@ -64,9 +64,9 @@ namespace snmalloc::profile
     // of the alignment in size, comes from a class aligned to it.
     // Objects that would not fit a slab that way are a chunk run of their
     // own, exactly as an unsampled large object, with the record in a small
-    // block named by the run's pagemap entry: a lead-in there would double
-    // the run (its alignment is its size) and, measured on large-object
-    // churn, nearly doubled the resident set and page faults.
+    // block named by the run's pagemap entry: a lead-in there would add a
+    // chunk to the run and, when the run was a power of two, doubled it
+    // (measured on large-object churn: nearly twice the resident set).
     SampleRecord* alloc(size_t size, size_t align, bool zero)
     {
       size_t alignment = bits::natural_alignment(size);
@@ -86,22 +86,18 @@ namespace snmalloc::profile
       void* record = alloc_block(sizeof(SampleRecord));
       if (record == nullptr)
         return nullptr;
-      size_t run = large_size(size, alignment);
-      Backend::Chunks c = backend.alloc_chunks(run);
-      if (c.base == nullptr)
+      auto* r = new_record(record, nullptr, 0);
+      r->object = large_run::alloc(
+        size, alignment, zero, ChunkKind::Sampled, reinterpret_cast<uintptr_t>(r));
+      if (r->object == nullptr)
       {
         dealloc_block(record);
         return nullptr;
       }
-      if (zero && !c.zeroed)
-        std::memset(c.base, 0, run);
-      auto* r = new_record(record, c.base, 0);
-      pagemap.entry_of(c.base).set(
-        make_tag(ChunkKind::Pool, bits::log2_floor(run)), reinterpret_cast<uintptr_t>(r));
       return r;
     }
 
-    // The record of a pool object (whose chunk's entry is tagged Pool).
+    // The record of a pool object (whose chunk's entry is tagged Sampled).
     static SampleRecord* record_of(const void* object)
     {
       const PagemapEntry& e = pagemap.entry_of(object);
@@ -118,10 +114,7 @@ namespace snmalloc::profile
         dealloc_block(static_cast<char*>(object) - record->lead);
         return;
       }
-      PagemapEntry& e = pagemap.entry_of(object);
-      size_t run = size_t(1) << tag_payload(e.get_owner());
-      e.set(0, 0);
-      backend.dealloc_chunks(object, run);
+      large_run::dealloc(object);
       dealloc_block(record);
     }
 

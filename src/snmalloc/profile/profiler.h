@@ -127,7 +127,7 @@ namespace snmalloc::profile
       {
         if (!sampler_.refresh())
           return nullptr;
-        size_t s = large_size(size, align);
+        size_t s = large_size(size);
         if (!sampler_.large_contains_point(s))
           return nullptr;
         return take_sample(samples_, size, s, align, zero, sampler_.interval());
