@@ -233,22 +233,34 @@ namespace snmalloc
       counter.fetch_add(n, std::memory_order_relaxed);
     }
 
+    // A large object resized: in place where its run allows, except where
+    // the profiler wants it sampled (see growth_is_sampled).  A sampled one
+    // moves whenever its run would change, as a new allocation does.
+    inline bool resize_large_in_place(void* p, size_t usable, size_t size)
+    {
+      size_t bytes = large_size(size);
+      if (bytes == usable)
+        return true;
+      bool sampled = tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Sampled;
+      if (bytes > usable)
+      {
+        Alloc* core = local_cache.core;
+        if (core != nullptr && core->profile().growth_is_sampled(bytes - usable, sampled))
+          return false;
+      }
+      return !sampled && large_run::resize_in_place(p, size);
+    }
+
     // Can `p`, of usable size `usable`, hold `size` bytes without moving?
-    // Small objects only within their class.  Large ones shrink or grow
-    // their run in place when they can; sampled ones stay within their run:
-    // their record stands for what they were sampled as, and resizing one
-    // in place is not an allocation, so the profile records none (moving
-    // them on every growth step, as the design first said, copied large
-    // buffers over and over once sampled).
+    // Small objects, sampled ones too, within their class: resizing one in
+    // place is not an allocation, so the profile records none (moving
+    // sampled ones every time, as the design first said, copied buffers
+    // over and over once sampled).
     inline bool resize_in_place(void* p, size_t usable, size_t size)
     {
       if (usable <= config::MAX_SMALL_SIZE)
         return size <= usable && sizeclass_to_size(size_to_sizeclass(size)) == usable;
-      if (size <= config::MAX_SMALL_SIZE)
-        return false;
-      if (tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Large)
-        return large_run::resize_in_place(p, size);
-      return large_size(size) == usable;
+      return size > config::MAX_SMALL_SIZE && resize_large_in_place(p, usable, size);
     }
 
     // Move realloc's `bytes` out of the large object p into q: by remapping

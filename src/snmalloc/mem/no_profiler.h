@@ -11,6 +11,8 @@
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
+//   CoreState::growth_is_sampled(..)     realloc grows a large object: must
+//                                        it move to a sampled allocation?
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 // The malloc and free fast paths call none of them.
 
@@ -24,6 +26,11 @@ namespace snmalloc
 
     struct CoreState
     {
+      static bool growth_is_sampled(size_t, bool)
+      {
+        return false;
+      }
+
       template<typename Core>
       void flush(Core&)
       {}

@@ -60,6 +60,9 @@ namespace snmalloc::profile
     {
       Sampler sampler_;
       Batch held_[NUM_SMALL_CLASSES];
+      // A realloc's in-place growth held a sample point: its next large
+      // allocation, the object's new place, is the sample.
+      bool sample_next_large_ = false;
       SampleList samples_;
 
       template<typename Core>
@@ -128,9 +131,28 @@ namespace snmalloc::profile
         if (!sampler_.refresh())
           return nullptr;
         size_t s = large_size(size);
-        if (!sampler_.large_contains_point(s))
+        if (!sample_next_large_ && !sampler_.large_contains_point(s))
           return nullptr;
+        sample_next_large_ = false;
         return take_sample(samples_, size, s, align, zero, sampler_.interval());
+      }
+
+      // realloc grows a large object by `added` bytes.  Those bytes are
+      // allocated, so they count down to the next sample point; if they hold
+      // one, or the object is sampled already, it moves to a sampled
+      // allocation of its new size instead of growing in place.  So an
+      // object of s bytes, however it grew, is sampled with probability
+      // 1 - exp(-s/R), as its weight assumes: a buffer grown from small to
+      // huge is not missed, and each growth of a sampled one is recorded as
+      // an allocation, as a move would be.
+      bool growth_is_sampled(size_t added, bool sampled)
+      {
+        if (!sampler_.refresh())
+          return false;
+        if (!sampled && !sampler_.large_contains_point(added))
+          return false;
+        sample_next_large_ = true;
+        return true;
       }
 
       // Thread exit: held-back objects return to their slabs.  The sample
