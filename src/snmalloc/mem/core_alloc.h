@@ -176,12 +176,34 @@ namespace snmalloc
       }
     }
 
-    // Objects other threads freed for us.
+    // Objects other threads freed for us.  Walks LANES chains at a time:
+    // each step's loads are independent, so their cache misses overlap (one
+    // chain at a time took 18% of producer-consumer's CPU samples, 83% of
+    // them on the load of the next link).
     void handle_messages()
     {
       if (SNMALLOC_LIKELY(!queue.maybe_nonempty()))
         return;
-      dealloc_local_list(queue.take_all());
+      FreeObject* chains = queue.take_all();
+      FreeObject* walk[RemoteCache::LANES] = {};
+      for (bool busy = true; busy;)
+      {
+        busy = false;
+        for (FreeObject*& f : walk)
+        {
+          if (f == nullptr)
+          {
+            if (chains == nullptr)
+              continue;
+            f = chains;
+            chains = MessageQueue::next_chain(chains);
+          }
+          FreeObject* next = f->next_relaxed();
+          dealloc_local(f);
+          f = next;
+          busy = true;
+        }
+      }
     }
 
     void dealloc_remote(RemoteInbox* owner, void* p, size_t size)

@@ -15,12 +15,17 @@ namespace snmalloc
 {
   struct SlabMeta
   {
+    // Written by the owner, on every local free.
     FreeObject* free = nullptr;
     uint32_t needed = 0;
-    sizeclass_t sizeclass = 0;
     bool sleeping = false;
     SlabMeta* prev = nullptr; // on the owner's available list while awake
     SlabMeta* next = nullptr;
+    // Fixed while the slab lives, and read by other threads on every remote
+    // free: on a line of its own, so those reads do not miss each time the
+    // owner has written the line above (perf: the sizeclass load was a third
+    // of the remote free's samples in producer-consumer).
+    alignas(64) sizeclass_t sizeclass = 0;
     uintptr_t base = 0;
 
     size_t slab_size() const
