@@ -1,0 +1,86 @@
+// Thread-local churn on several threads at once, in the manner of glibc's
+// bench-malloc-thread: each thread keeps its own working set of blocks and
+// replaces a random one per operation, with sizes from 16 bytes to 32 KiB
+// drawn with density proportional to 1/size (most small, a long tail).
+// No block crosses threads: what is measured is how well the threads'
+// allocators keep out of each other's way (shared locks, shared lines).
+//
+// One operation = one free and one malloc.
+#include "block_stamp.h"
+#include "fast_random.h"
+#include "harness.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace
+{
+  constexpr size_t working_set = 4096;
+  constexpr double min_size = 16;
+  constexpr double max_size = 32768;
+  constexpr size_t stamp_stride = 256;
+
+  struct Block
+  {
+    void* address = nullptr;
+    size_t size = 0;
+  };
+
+  // Log-uniform: density proportional to 1/size.
+  size_t random_size(bench::FastRandom& random)
+  {
+    double u = static_cast<double>(random.next() >> 11) / 9007199254740992.0;
+    return static_cast<size_t>(min_size * std::pow(max_size / min_size, u));
+  }
+
+  void fill(Block& block, bench::FastRandom& random)
+  {
+    size_t size = random_size(random);
+    void* address = std::malloc(size);
+    if (address == nullptr)
+      bench::fail("thread-churn: malloc(%zu) returned null", size);
+    bench::stamp_block(address, size, stamp_stride);
+    block = Block{address, size};
+  }
+
+  void release(Block& block)
+  {
+    bench::verify_block(block.address, block.size, "thread-churn", stamp_stride);
+    std::free(block.address);
+  }
+
+  void worker(uint64_t ops, unsigned self)
+  {
+    bench::FastRandom random(self + 1);
+    std::vector<Block> blocks(working_set);
+    for (Block& block : blocks)
+      fill(block, random);
+    for (uint64_t op = 0; op < ops; op++)
+    {
+      Block& block = blocks[random.below(working_set)];
+      release(block);
+      fill(block, random);
+    }
+    for (Block& block : blocks)
+      release(block);
+  }
+} // namespace
+
+int main(int argc, char** argv)
+{
+  bench::Options options = bench::parse_options(argc, argv, 8'000'000, 20'000);
+  uint64_t per_thread = options.ops / options.threads;
+
+  bench::Stopwatch stopwatch;
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < options.threads; i++)
+    threads.emplace_back(worker, per_thread, i);
+  for (std::thread& thread : threads)
+    thread.join();
+  bench::Elapsed elapsed = stopwatch.elapsed();
+
+  bench::report("thread-churn", options.threads, per_thread * options.threads, elapsed);
+  return 0;
+}
