@@ -20,7 +20,10 @@ namespace
   constexpr size_t working_set = 4096;
   constexpr double min_size = 16;
   constexpr double max_size = 32768;
-  constexpr size_t stamp_stride = 256;
+  // As in glibc's benchmark, the program itself should cost little: sizes
+  // come from a precomputed table and blocks are stamped sparsely.
+  constexpr size_t stamp_stride = 4096;
+  constexpr size_t size_table_length = 1 << 16;
 
   struct Block
   {
@@ -29,15 +32,22 @@ namespace
   };
 
   // Log-uniform: density proportional to 1/size.
-  size_t random_size(bench::FastRandom& random)
+  std::vector<size_t> make_size_table()
   {
-    double u = static_cast<double>(random.next() >> 11) / 9007199254740992.0;
-    return static_cast<size_t>(min_size * std::pow(max_size / min_size, u));
+    std::vector<size_t> table(size_table_length);
+    for (size_t i = 0; i < size_table_length; i++)
+    {
+      double u = static_cast<double>(i) / size_table_length;
+      table[i] = static_cast<size_t>(min_size * std::pow(max_size / min_size, u));
+    }
+    return table;
   }
+
+  const std::vector<size_t> size_table = make_size_table();
 
   void fill(Block& block, bench::FastRandom& random)
   {
-    size_t size = random_size(random);
+    size_t size = size_table[random.below(size_table_length)];
     void* address = std::malloc(size);
     if (address == nullptr)
       bench::fail("thread-churn: malloc(%zu) returned null", size);
