@@ -94,15 +94,21 @@ namespace snmalloc
       return profile_;
     }
 
-    // A whole slab's free objects: an awake slab's, else a new slab's.
+    // A whole slab's free objects: an awake slab's, else a new slab's.  A
+    // slab with untouched objects left stays available.
     Batch take_batch(sizeclass_t sc)
     {
       SlabMeta* s = available_[sc].head;
-      if (s != nullptr)
+      if (s == nullptr)
+      {
+        if ((s = new_slab(sc)) == nullptr)
+          return {};
+        available_[sc].insert(s);
+      }
+      Batch b = s->take_all();
+      if (s->sleeping)
         available_[sc].remove(s);
-      else if ((s = new_slab(sc)) == nullptr)
-        return {};
-      return s->take_all();
+      return b;
     }
 
     // The fast list of `sc` is empty.  Returns an object of `sc`, leaving the
