@@ -12,7 +12,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <thread>
 #include <vector>
 
 namespace
@@ -25,11 +24,7 @@ namespace
   constexpr size_t stamp_stride = 4096;
   constexpr size_t size_table_length = 1 << 16;
 
-  struct Block
-  {
-    void* address = nullptr;
-    size_t size = 0;
-  };
+  using Block = bench::StampedBlock;
 
   // Log-uniform: density proportional to 1/size.
   std::vector<size_t> make_size_table()
@@ -48,17 +43,12 @@ namespace
   void fill(Block& block, bench::FastRandom& random)
   {
     size_t size = size_table[random.below(size_table_length)];
-    void* address = std::malloc(size);
-    if (address == nullptr)
-      bench::fail("thread-churn: malloc(%zu) returned null", size);
-    bench::stamp_block(address, size, stamp_stride);
-    block = Block{address, size};
+    block = bench::malloc_stamped(size, "thread-churn", stamp_stride);
   }
 
-  void release(Block& block)
+  void release(const Block& block)
   {
-    bench::verify_block(block.address, block.size, "thread-churn", stamp_stride);
-    std::free(block.address);
+    bench::free_verified(block, "thread-churn", stamp_stride);
   }
 
   void worker(uint64_t ops, unsigned self)
@@ -83,13 +73,8 @@ int main(int argc, char** argv)
   bench::Options options = bench::parse_options(argc, argv, 8'000'000, 20'000);
   uint64_t per_thread = options.ops / options.threads;
 
-  bench::Stopwatch stopwatch;
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < options.threads; i++)
-    threads.emplace_back(worker, per_thread, i);
-  for (std::thread& thread : threads)
-    thread.join();
-  bench::Elapsed elapsed = stopwatch.elapsed();
+  bench::Elapsed elapsed =
+    bench::run_threads(options.threads, [&](unsigned i) { worker(per_thread, i); });
 
   bench::report("thread-churn", options.threads, per_thread * options.threads, elapsed);
   return 0;

@@ -24,12 +24,7 @@ namespace
   // instructions (callgrind), hiding the allocators.
   constexpr size_t stamp_stride = 1024;
 
-  struct Block
-  {
-    void* address = nullptr;
-    size_t size = 0;
-  };
-
+  using Block = bench::StampedBlock;
   using Slots = std::vector<Block>;
 
   // All threads wait here between rounds; allocation-free, so it adds
@@ -64,18 +59,12 @@ namespace
 
   void fill(Block& slot, bench::FastRandom& random)
   {
-    size_t size = random_size(random);
-    void* address = std::malloc(size);
-    if (address == nullptr)
-      bench::fail("xthread-mix: malloc(%zu) returned null", size);
-    bench::stamp_block(address, size, stamp_stride);
-    slot = Block{address, size};
+    slot = bench::malloc_stamped(random_size(random), "xthread-mix", stamp_stride);
   }
 
   void release(Block& slot)
   {
-    bench::verify_block(slot.address, slot.size, "xthread-mix", stamp_stride);
-    std::free(slot.address);
+    bench::free_verified(slot, "xthread-mix", stamp_stride);
     slot = Block{};
   }
 
@@ -134,13 +123,8 @@ int main(int argc, char** argv)
   Shared shared{
     std::vector<Slots>(options.threads, Slots(slot_count)), RoundBarrier(options.threads), per_round};
 
-  bench::Stopwatch stopwatch;
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < options.threads; i++)
-    threads.emplace_back(worker, std::ref(shared), i);
-  for (std::thread& thread : threads)
-    thread.join();
-  bench::Elapsed elapsed = stopwatch.elapsed();
+  bench::Elapsed elapsed =
+    bench::run_threads(options.threads, [&](unsigned i) { worker(shared, i); });
 
   for (Slots& set : shared.slots)
     for (Block& slot : set)
