@@ -33,8 +33,8 @@ import sys
 import tempfile
 
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu"
-WORKLOADS = ["churn", "producer-consumer", "larson", "large-churn", "realloc-growth"]
-MULTI_THREADED = {"producer-consumer", "larson"}
+WORKLOADS = ["churn", "producer-consumer", "larson", "large-churn", "realloc-growth", "xthread-mix", "thread-churn"]
+MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn"}
 SAMPLE_BYTES = "524288"
 RESULT_LINE = re.compile(r"^RESULT (.*)$", re.MULTILINE)
 

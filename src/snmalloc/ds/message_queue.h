@@ -2,10 +2,17 @@
 // Layer ds: the inbox through which other threads return objects to their
 // owning allocator.
 //
-// Many producers push whole linked batches with one successful CAS; the single
-// consumer (the owner) takes everything with one exchange.  Order does not
-// matter for frees, so no stub node or FIFO discipline is needed, and since
-// the consumer only ever takes the whole list there is no ABA hazard.
+// A message is a chain: free objects linked through their first word, ending
+// in nullptr.  The inbox is a stack of chains linked through the second word
+// of each chain's first object (every object has at least 16 bytes).  Keeping
+// chains apart lets the owner walk several at once: the walk is one cache
+// miss per object (the objects were last written by the freeing thread), and
+// misses on independent chains overlap where those along one chain cannot.
+//
+// Many producers push linked runs of chains with one successful CAS; the
+// single consumer (the owner) takes everything with one exchange.  Order does
+// not matter for frees, so no stub node or FIFO discipline is needed, and
+// since the consumer only ever takes the whole stack there is no ABA hazard.
 
 #include "freelist.h"
 
@@ -15,14 +22,33 @@ namespace snmalloc
   {
     std::atomic<FreeObject*> head_{nullptr};
 
+    // The second word of a chain's first object.
+    static std::atomic<FreeObject*>& chain_link(FreeObject* chain)
+    {
+      return *reinterpret_cast<std::atomic<FreeObject*>*>(
+        reinterpret_cast<char*>(chain) + sizeof(FreeObject));
+    }
+
   public:
-    // Push the linked run first..last (last->next is overwritten).
+    // The chain after `chain` in a stack taken with take_all.
+    static FreeObject* next_chain(FreeObject* chain)
+    {
+      return chain_link(chain).load(std::memory_order_relaxed);
+    }
+
+    // Link `chain` in front of `rest`, to build a run of chains for post.
+    static void link_chains(FreeObject* chain, FreeObject* rest)
+    {
+      chain_link(chain).store(rest, std::memory_order_relaxed);
+    }
+
+    // Push the run of chains first..last (last's chain link is overwritten).
     void post(FreeObject* first, FreeObject* last) noexcept
     {
       FreeObject* old = head_.load(std::memory_order_relaxed);
       do
       {
-        last->set_next(old);
+        link_chains(last, old);
       } while (!head_.compare_exchange_weak(
         old, first, std::memory_order_release, std::memory_order_relaxed));
     }
@@ -32,6 +58,7 @@ namespace snmalloc
       return head_.load(std::memory_order_relaxed) != nullptr;
     }
 
+    // Every chain posted so far, linked by next_chain.
     FreeObject* take_all() noexcept
     {
       return head_.exchange(nullptr, std::memory_order_acquire);

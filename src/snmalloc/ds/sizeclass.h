@@ -46,6 +46,11 @@ namespace snmalloc
     // A sleeping slab wakes (rejoins its class's available list) after this
     // many local frees, so a slab is not revisited for every single free.
     std::array<uint32_t, NUM_SMALL_CLASSES> wake_threshold{};
+    // Objects of a slab's untouched part that one refill links (and so
+    // touches): a chunk's worth, so one object of a large class does not
+    // make its whole slab resident (linking all of a 4 KiB class's 64 KiB
+    // slab wrote 16 pages for its first object).
+    std::array<uint32_t, NUM_SMALL_CLASSES> untouched_step{};
 
     constexpr SizeclassTable()
     {
@@ -66,6 +71,8 @@ namespace snmalloc
         capacity[c] = static_cast<uint32_t>(slab / s);
         size_t wake = capacity[c] / 4;
         wake_threshold[c] = static_cast<uint32_t>(wake == 0 ? 1 : wake);
+        size_t step = config::CHUNK_SIZE / s;
+        untouched_step[c] = static_cast<uint32_t>(step == 0 ? 1 : step);
       }
     }
   };

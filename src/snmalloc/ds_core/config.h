@@ -8,9 +8,18 @@
 #  define SNMALLOC_PROFILE 0
 #endif
 
+// Defined by the build of libsnmallocshim.so, which is linked without
+// libstdc++.
+#ifndef SNMALLOC_SHIM_WITHOUT_LIBSTDCXX
+#  define SNMALLOC_SHIM_WITHOUT_LIBSTDCXX 0
+#endif
+
 namespace snmalloc::config
 {
   constexpr bool profile = SNMALLOC_PROFILE != 0;
+
+  // Whether operator new may use libstdc++ directly (override/new.h).
+  constexpr bool shim_links_libstdcxx = SNMALLOC_SHIM_WITHOUT_LIBSTDCXX == 0;
 
   // Granularity of the pagemap and of the backend.
   constexpr size_t CHUNK_BITS = 14;

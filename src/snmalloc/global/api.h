@@ -75,6 +75,7 @@ namespace snmalloc
       {
         // No allocator to batch in: post the one object directly.
         FreeObject* f = FreeObject::from(p);
+        f->set_next(nullptr);
         owner->queue.post(f, f);
         return;
       }

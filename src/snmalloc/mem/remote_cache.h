@@ -2,9 +2,11 @@
 // Layer mem: frees of objects owned by other allocators, batched per owner.
 //
 // Objects are chained per destination in a small direct-mapped table; a
-// collision or a full cache posts the chains, each with one atomic operation
-// on the owner's message queue.  This keeps cross-thread frees off the
-// owner's cache lines except once per batch.
+// collision or a full cache posts the chains, each destination's with one
+// atomic operation on the owner's message queue.  This keeps cross-thread
+// frees off the owner's cache lines except once per batch.  A destination's
+// objects are dealt round-robin onto a few chains (lanes) so that the owner
+// can walk them in parallel (see ds/message_queue.h).
 
 #include "../ds/ds.h"
 
@@ -20,11 +22,16 @@ namespace snmalloc
   {
     static constexpr size_t SLOTS = 64;
 
+  public:
+    // Chains per destination: as many cache misses as the owner overlaps.
+    static constexpr size_t LANES = 4;
+
+  private:
     struct Slot
     {
       RemoteInbox* dest = nullptr;
-      FreeObject* head = nullptr;
-      FreeObject* tail = nullptr;
+      FreeObject* lanes[LANES] = {};
+      size_t turn = 0;
     };
 
     Slot slots_[SLOTS];
@@ -38,7 +45,19 @@ namespace snmalloc
 
     static void post(Slot& s)
     {
-      s.dest->queue.post(s.head, s.tail);
+      FreeObject* first = nullptr;
+      FreeObject* last = nullptr;
+      for (FreeObject* chain : s.lanes)
+      {
+        if (chain == nullptr)
+          continue;
+        if (first == nullptr)
+          first = chain;
+        else
+          MessageQueue::link_chains(last, chain);
+        last = chain;
+      }
+      s.dest->queue.post(first, last);
       s = Slot{};
     }
 
@@ -54,11 +73,10 @@ namespace snmalloc
           post(s);
         s.dest = dest;
       }
+      FreeObject*& lane = s.lanes[s.turn++ % LANES];
       FreeObject* f = FreeObject::from(p);
-      f->set_next(s.head);
-      if (s.head == nullptr)
-        s.tail = f;
-      s.head = f;
+      f->set_next(lane);
+      lane = f;
       cached_bytes_ += size;
       return cached_bytes_ >= config::REMOTE_CACHE_BYTES;
     }

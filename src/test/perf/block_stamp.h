@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace bench
@@ -89,5 +90,28 @@ namespace bench
   inline void verify_block(const void* block, size_t size, const char* what, size_t stride = 64)
   {
     verify(block, size, block_key(block, size), what, stride);
+  }
+
+  // A block from malloc with its size, stamped when allocated and verified
+  // when freed; `what` names the workload in failure messages.
+  struct StampedBlock
+  {
+    void* address = nullptr;
+    size_t size = 0;
+  };
+
+  inline StampedBlock malloc_stamped(size_t size, const char* what, size_t stride = 64)
+  {
+    void* address = std::malloc(size);
+    if (address == nullptr)
+      fail("%s: malloc(%zu) returned null", what, size);
+    stamp_block(address, size, stride);
+    return StampedBlock{address, size};
+  }
+
+  inline void free_verified(const StampedBlock& block, const char* what, size_t stride = 64)
+  {
+    verify_block(block.address, block.size, what, stride);
+    std::free(block.address);
   }
 } // namespace bench

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/resource.h>
+#include <thread>
+#include <vector>
 
 namespace bench
 {
@@ -95,6 +97,20 @@ namespace bench
       return Elapsed{wall.count(), process_cpu_seconds() - start_cpu_};
     }
   };
+
+  // Runs work(i) for i = 0..threads-1, each on its own thread, and times
+  // them from the first start to the last join.
+  template<typename Work>
+  Elapsed run_threads(unsigned threads, Work work)
+  {
+    Stopwatch stopwatch;
+    std::vector<std::thread> running;
+    for (unsigned i = 0; i < threads; i++)
+      running.emplace_back(work, i);
+    for (std::thread& thread : running)
+      thread.join();
+    return stopwatch.elapsed();
+  }
 
   // `threads` is the number of threads that allocate or free.
   inline void report(const char* name, unsigned threads, uint64_t ops, const Elapsed& elapsed)

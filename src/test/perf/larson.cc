@@ -142,13 +142,8 @@ int main(int argc, char** argv)
   bench::Options options = bench::parse_options(argc, argv, 30'000'000, 20'000);
   Shared shared{std::vector<Mailbox>(options.threads), {options.threads}, options.ops / options.threads};
 
-  bench::Stopwatch stopwatch;
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < options.threads; i++)
-    threads.emplace_back(worker, std::ref(shared), i);
-  for (std::thread& thread : threads)
-    thread.join();
-  bench::Elapsed elapsed = stopwatch.elapsed();
+  bench::Elapsed elapsed =
+    bench::run_threads(options.threads, [&](unsigned i) { worker(shared, i); });
 
   bench::report("larson", options.threads, shared.ops_per_thread * options.threads, elapsed);
   return 0;
