@@ -33,7 +33,16 @@ import sys
 import tempfile
 
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu"
-WORKLOADS = ["churn", "producer-consumer", "larson", "large-churn", "realloc-growth"]
+# random-replace: refill-heavy churn; fork-exec: process start-up (issue 9).
+WORKLOADS = [
+    "churn",
+    "random-replace",
+    "producer-consumer",
+    "larson",
+    "large-churn",
+    "realloc-growth",
+    "fork-exec",
+]
 MULTI_THREADED = {"producer-consumer", "larson"}
 SAMPLE_BYTES = "524288"
 RESULT_LINE = re.compile(r"^RESULT (.*)$", re.MULTILINE)
