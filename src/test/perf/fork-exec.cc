@@ -11,7 +11,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,14 +53,6 @@ namespace
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
       bench::fail("fork-exec: child failed (wait status %d)", status);
   }
-
-  double children_cpu_seconds()
-  {
-    rusage usage{};
-    getrusage(RUSAGE_CHILDREN, &usage);
-    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  }
 } // namespace
 
 int main(int argc, char** argv)
@@ -70,12 +61,12 @@ int main(int argc, char** argv)
     return child();
   bench::Options options = bench::parse_options(argc, argv, 1'000, 20);
   bench::Stopwatch stopwatch;
-  double children_before = children_cpu_seconds();
+  double children_before = bench::process_cpu_seconds(RUSAGE_CHILDREN);
   for (uint64_t i = 0; i < options.ops; i++)
     run_child("/proc/self/exe");
   bench::Elapsed elapsed = stopwatch.elapsed();
   // The work is the children's: count their CPU time too.
-  elapsed.cpu_seconds += children_cpu_seconds() - children_before;
+  elapsed.cpu_seconds += bench::process_cpu_seconds(RUSAGE_CHILDREN) - children_before;
   bench::report("fork-exec", 1, options.ops, elapsed);
   return 0;
 }
