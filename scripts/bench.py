@@ -33,7 +33,19 @@ import sys
 import tempfile
 
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu"
-WORKLOADS = ["churn", "producer-consumer", "larson", "large-churn", "realloc-growth", "xthread-mix", "thread-churn"]
+# random-replace: refill-heavy churn; fork-exec: process start-up;
+# xthread-mix and thread-churn: cross-thread and thread-count work (issue 9).
+WORKLOADS = [
+    "churn",
+    "random-replace",
+    "producer-consumer",
+    "larson",
+    "large-churn",
+    "realloc-growth",
+    "fork-exec",
+    "xthread-mix",
+    "thread-churn",
+]
 MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn"}
 SAMPLE_BYTES = "524288"
 RESULT_LINE = re.compile(r"^RESULT (.*)$", re.MULTILINE)

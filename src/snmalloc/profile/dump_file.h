@@ -5,8 +5,10 @@
 // a temporary file renamed into place, so that a reader sees either the
 // previous profile or the whole new one, never part of one.
 //
-// Errors come back as errno values; nothing here throws, aborts or leaves
-// a file behind when it fails.
+// Errors come back as errno values (ELIBACC: zlib could not be loaded);
+// nothing here throws, aborts or leaves a file behind when it fails.
+
+#include "zlib_loader.h"
 
 #include <atomic>
 #include <cerrno>
@@ -15,7 +17,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 namespace snmalloc::profile
 {
@@ -63,14 +64,19 @@ namespace snmalloc::profile
     constexpr int gzip_window_bits = 15 + 16; // +16 selects the gzip wrapper.
     constexpr int memory_level = 8;
 
+    const Zlib* z = zlib();
+    if (z == nullptr)
+      return ELIBACC;
     z_stream stream{};
-    int status = deflateInit2(
+    int status = z->deflate_init2(
       &stream,
       compression_level,
       Z_DEFLATED,
       gzip_window_bits,
       memory_level,
-      Z_DEFAULT_STRATEGY);
+      Z_DEFAULT_STRATEGY,
+      ZLIB_VERSION,
+      int(sizeof(stream)));
     if (status != Z_OK)
       return detail::zlib_error_to_errno(status);
 
@@ -91,7 +97,7 @@ namespace snmalloc::profile
       flush = length == 0 ? Z_FINISH : Z_NO_FLUSH;
       stream.next_out = chunk;
       stream.avail_out = sizeof(chunk);
-      status = deflate(&stream, flush);
+      status = z->deflate(&stream, flush);
       if (status == Z_STREAM_ERROR)
       {
         error = EIO;
@@ -100,7 +106,7 @@ namespace snmalloc::profile
       error = detail::write_all(fd, chunk, sizeof(chunk) - stream.avail_out);
     } while (error == 0 && status != Z_STREAM_END);
 
-    deflateEnd(&stream);
+    z->deflate_end(&stream);
     return error;
   }
 

@@ -77,10 +77,12 @@ namespace bench
     double cpu_seconds;
   };
 
-  inline double process_cpu_seconds()
+  // RUSAGE_SELF: this process; RUSAGE_CHILDREN: its children that have
+  // been waited for.
+  inline double process_cpu_seconds(int who = RUSAGE_SELF)
   {
     rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
+    getrusage(who, &usage);
     auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
     return seconds(usage.ru_utime) + seconds(usage.ru_stime);
   }

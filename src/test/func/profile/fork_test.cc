@@ -152,3 +152,43 @@ TEST_CASE("fork while threads allocate: the child samples, dumps and exits")
   for (void* p : parent_kept)
     std::free(p);
 }
+
+namespace
+{
+  // The thread id recorded with the sample of `p`, or 0 if it has none.
+  uint32_t sampled_thread_id(void* p)
+  {
+    for (const snmalloc::profile::SampleView& v : snmalloc::profile::snapshot_live_samples())
+    {
+      if (v.address == reinterpret_cast<uintptr_t>(p))
+        return v.thread_id;
+    }
+    return 0;
+  }
+} // namespace
+
+// Sample records cache the thread id; a fork child's thread has another.
+// Large objects, as every large allocation reaches the sampling slow path
+// (a small one could come from a fast list filled before the start).
+TEST_CASE("a fork child's samples carry the child's thread id, not the parent's")
+{
+  constexpr size_t LARGE = 100000;
+  ProfilingAt exact(1);
+  void* before = std::malloc(LARGE);
+  REQUIRE(sampled_thread_id(before) == uint32_t(gettid()));
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0)
+  {
+    void* in_child = std::malloc(LARGE);
+    _exit(sampled_thread_id(in_child) == uint32_t(gettid()) ? 0 : 4);
+  }
+  int status = wait_for_child(pid);
+  REQUIRE(status != -1);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  void* after = std::malloc(LARGE);
+  CHECK(sampled_thread_id(after) == uint32_t(gettid()));
+  std::free(after);
+  std::free(before);
+}
