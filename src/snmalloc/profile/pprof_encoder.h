@@ -57,6 +57,8 @@ namespace snmalloc::profile
     uint64_t object_size; // Bytes each object occupies (the `bytes` label).
     // Unbiased estimates; rounded to integers when encoded.
     double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+    // Bytes each allocation asked for (the `requested` label); 0: unknown.
+    uint64_t requested_size = 0;
   };
 
   struct ProfileHeader
@@ -104,7 +106,7 @@ namespace snmalloc::profile
     }
     namespace label_field
     {
-      constexpr uint32_t key = 1, num = 3;
+      constexpr uint32_t key = 1, num = 3, num_unit = 4;
     }
     namespace mapping_field
     {
@@ -204,7 +206,24 @@ namespace snmalloc::profile
         writer.end_message(message);
       }
 
-      void write_sample(const ProfileBucket& bucket, int64_t bytes_label)
+      struct LabelKeys
+      {
+        int64_t bytes, requested, unit;
+      };
+
+      // `unit` 0 (the empty string) leaves it to pprof, which takes a
+      // label named "bytes" as bytes; others need it said.
+      void write_label(int64_t key, uint64_t num, int64_t unit)
+      {
+        size_t label = writer.begin_message(sample_field::label);
+        writer.int64_field(label_field::key, key);
+        writer.int64_field(label_field::num, static_cast<int64_t>(num));
+        if (unit != 0)
+          writer.int64_field(label_field::num_unit, unit);
+        writer.end_message(label);
+      }
+
+      void write_sample(const ProfileBucket& bucket, const LabelKeys& keys)
       {
         const uint64_t* locations = stack_locations(bucket);
         const int64_t values[] = {
@@ -216,10 +235,9 @@ namespace snmalloc::profile
         size_t sample = writer.begin_message(profile_field::sample);
         writer.packed_varint_field(sample_field::location_id, locations, bucket.depth);
         writer.packed_varint_field(sample_field::value, values, 4);
-        size_t label = writer.begin_message(sample_field::label);
-        writer.int64_field(label_field::key, bytes_label);
-        writer.int64_field(label_field::num, static_cast<int64_t>(bucket.object_size));
-        writer.end_message(label);
+        write_label(keys.bytes, bucket.object_size, 0);
+        if (bucket.requested_size != 0)
+          write_label(keys.requested, bucket.requested_size, keys.unit);
         writer.end_message(sample);
       }
 
@@ -329,9 +347,10 @@ namespace snmalloc::profile
           sample_bytes += size_t{buckets[i].depth} * 3 + 64;
         writer.reserve(sample_bytes);
 
-        int64_t bytes_label = strings.intern("bytes");
+        LabelKeys keys{
+          strings.intern("bytes"), strings.intern("requested"), strings.intern("bytes")};
         for (size_t i = 0; i < count; i++)
-          write_sample(buckets[i], bytes_label);
+          write_sample(buckets[i], keys);
 
         std::vector<ProcessMapping> mappings = read_process_mappings();
         write_locations_and_functions(mappings, write_mappings(mappings));

@@ -42,7 +42,7 @@ namespace snmalloc::profile
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(size, interval);
-    uint32_t id = stack_table.record(frames, depth, size, w, w * double(size));
+    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
     if (id == StackTable::NO_ID)
       return nullptr;
     SampleRecord* r = profile_pool.alloc(size, align, zero);

@@ -50,7 +50,8 @@ namespace snmalloc::profile
     stack_table.for_each([&](const StackEntry& e) {
       b.entries.push_back(&e);
       b.rows.push_back(ProfileBucket{
-        e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0});
+        e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
+        e.requested_size});
     });
     for (const SampleView& s : live)
     {

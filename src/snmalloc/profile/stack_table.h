@@ -1,6 +1,6 @@
 #pragma once
 // Layer profile, stage "record": the stack table.  Each distinct (stack,
-// object size) pair is stored once and named by a small id; sample records
+// object size, requested size) is stored once and named by a small id; sample records
 // carry the id, so a live sample costs tens of bytes however deep its stack.
 // Each entry also accumulates the unbiased count and bytes of every
 // allocation sampled there (the profile's alloc_objects / alloc_space).
@@ -20,6 +20,7 @@ namespace snmalloc::profile
   {
     uint64_t hash;
     uint64_t object_size;
+    uint64_t requested_size;
     double alloc_objects;
     double alloc_bytes;
     uint32_t depth;
@@ -44,9 +45,9 @@ namespace snmalloc::profile
       return Pal::reserve_lazy_rw(bytes);
     }
 
-    static uint64_t hash_of(const uintptr_t* frames, size_t depth, size_t size)
+    static uint64_t hash_of(const uintptr_t* frames, size_t depth, size_t size, size_t requested)
     {
-      uint64_t h = 0x9E3779B97F4A7C15ULL ^ size;
+      uint64_t h = (0x9E3779B97F4A7C15ULL ^ size) * 0xc4ceb9fe1a85ec53ULL ^ requested;
       for (size_t i = 0; i < depth; i++)
       {
         h ^= frames[i];
@@ -104,9 +105,14 @@ namespace snmalloc::profile
     // Find or add the entry and count one sampled allocation of weight
     // `objects` and `bytes` on it.  NO_ID when out of memory.
     uint32_t record(
-      const uintptr_t* frames, size_t depth, size_t object_size, double objects, double bytes)
+      const uintptr_t* frames,
+      size_t depth,
+      size_t object_size,
+      size_t requested_size,
+      double objects,
+      double bytes)
     {
-      uint64_t h = hash_of(frames, depth, object_size);
+      uint64_t h = hash_of(frames, depth, object_size, requested_size);
       LockGuard g(lock_);
       if ((count_ + 1) * 2 > capacity_ && !grow())
         return NO_ID;
@@ -115,7 +121,8 @@ namespace snmalloc::profile
       {
         StackEntry* e = slots_[j];
         if (
-          e->hash == h && e->object_size == object_size && e->depth == depth &&
+          e->hash == h && e->object_size == object_size &&
+          e->requested_size == requested_size && e->depth == depth &&
           std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0)
           break;
       }
@@ -127,6 +134,7 @@ namespace snmalloc::profile
           return NO_ID;
         e->hash = h;
         e->object_size = object_size;
+        e->requested_size = requested_size;
         e->id = uint32_t(count_);
         slots_[j] = e;
         by_id_[count_++] = e;

@@ -63,6 +63,57 @@ else
   fi
 fi
 
+# --- 1b. large objects at the default rate: the profile matches the heap -----
+# python3 holds 256 bytearray(1 << 20), each a 1 MiB + 1 byte request, and
+# dumps by signal at the default R = 512 KiB.  The profile's total must be
+# within 0.9x..1.1x of what python holds plus the interpreter's own heap,
+# measured by the same dump of a run that holds nothing.  Sampling error: an
+# object of s = 1 MiB + 16 KiB is sampled with p = 1 - exp(-s/R) = 0.87; the
+# estimate of 256 of them has sd s * sqrt(256 (1-p)/p) = 6.4 MB, and the
+# baseline's own error is a few MB: 10% of 270 MB is over 4 sd.  With runs
+# rounded to a power of two the profile said 2x.
+cat >"$work/hold_large.py" <<'PY'
+import os, signal, sys, time
+count, dump = int(sys.argv[1]), sys.argv[2]
+held = [bytearray(1 << 20) for _ in range(count)]
+for i, b in enumerate(held):
+    b[-1] = i % 251
+os.kill(os.getpid(), signal.SIGUSR2)
+for _ in range(300):
+    if os.path.exists(dump):
+        break
+    time.sleep(0.1)
+print(sum(b[-1] for b in held))
+PY
+large_total() { # COUNT
+  local dump="$work/large.$1.0.pb.gz"
+  SNMALLOC_PROFILE=dump_on_signal=SIGUSR2,path="$work/large.$1.%n.pb.gz" \
+    LD_PRELOAD="$shim" "$python" "$work/hold_large.py" "$1" "$dump" >/dev/null &&
+    inuse_bytes "$python" "$dump"
+}
+baseline=$(large_total 0)
+total=$(large_total 256)
+held=$((256 * ((1 << 20) + 1)))
+if [ -z "$baseline" ] || [ -z "$total" ]; then
+  fail "python3 large objects: no profile (baseline '$baseline', total '$total')"
+else
+  want=$((held + baseline))
+  ratio=$(awk -v t="$total" -v w="$want" 'BEGIN { printf "%.3f", t / w }')
+  if awk -v r="$ratio" 'BEGIN { exit !(r >= 0.9 && r <= 1.1) }'; then
+    pass "python3 holding $held bytes in 1 MiB + 1 objects: profile $total, held + baseline $baseline = $want (ratio $ratio)"
+  else
+    fail "python3 holding $held bytes in 1 MiB + 1 objects: profile $total, held + baseline $baseline = $want (ratio $ratio, want 0.9..1.1)"
+  fi
+  # The requested-size label tells the objects apart from what they occupy.
+  requested=$(inuse_bytes "$python" "$work/large.256.0.pb.gz" -tagfocus=requested=1048577B)
+  occupied=$(inuse_bytes "$python" "$work/large.256.0.pb.gz" -tagfocus=bytes=1064960B)
+  if [ "$requested" -gt 0 ] && [ "$requested" = "$occupied" ]; then
+    pass "python3: -tagfocus=requested=1048577B selects the 1 MiB + 16 KiB objects ($requested bytes)"
+  else
+    fail "python3: requested label selects $requested bytes, bytes label $occupied"
+  fi
+fi
+
 # --- 2. a compiler run, dumping at exit ------------------------------------
 cat >"$work/prog.cc" <<'CC'
 #include <cstdio>
