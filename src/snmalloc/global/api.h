@@ -50,37 +50,37 @@ namespace snmalloc
     Local& local = local_cache;
     if (SNMALLOC_UNLIKELY(local.core == nullptr))
     {
+      void* p = nullptr;
       if (local.torn_down)
-        return with_borrowed_alloc([&](Alloc& core, Local& l) {
+        p = with_borrowed_alloc([&](Alloc& core, Local& l) {
           return alloc_with(core, l, size, align, zero);
         });
-      attach_thread(local);
+      else if (attach_thread(local))
+        return alloc_with(*local.core, local, size, align, zero);
+      if (p == nullptr)
+        errno = ENOMEM;
+      return p;
     }
     return alloc_with(*local.core, local, size, align, zero);
   }
 
-  [[noreturn]] SNMALLOC_SLOW_PATH inline void report_invalid_free(const void*)
-  {
-    report_fatal("free(): pointer was not returned by malloc, or was freed twice");
-  }
-
-  // An object of another allocator's slab.
+  // An object of another allocator's slab (or of this thread's, before it
+  // is attached).  Off the fast path, so the pointer is checked here.
   inline void dealloc_remote(void* p, const PagemapEntry& entry)
   {
     Alloc* owner = reinterpret_cast<Alloc*>(entry.get_owner());
-    Local& local = local_cache;
-    if (local.core == nullptr)
-    {
-      if (local.torn_down)
-      {
-        // No allocator to batch in: post the one object directly.
-        FreeObject* f = FreeObject::from(p);
-        owner->queue.post(f, f);
-        return;
-      }
-      attach_thread(local);
-    }
     SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+    if (!meta->is_object_start(p))
+      report_bad_free(BadFree::Interior, p);
+    Local& local = local_cache;
+    if (local.core == nullptr && (local.torn_down || !attach_thread(local)))
+    {
+      // No allocator to batch in (after teardown, or out of memory): post
+      // the one object directly.
+      FreeObject* f = FreeObject::from(p);
+      owner->queue.post(f, f);
+      return;
+    }
     if (owner == local.core)
       local.core->dealloc_local(p, meta);
     else
@@ -93,13 +93,13 @@ namespace snmalloc
     if (p == nullptr)
       return;
     if (!pagemap.contains(p))
-      report_invalid_free(p);
+      report_bad_free(BadFree::Invalid, p);
     PagemapEntry& entry = pagemap.entry_of(p);
     uintptr_t owner = entry.get_owner();
     if (!is_tag(owner))
     {
       if (owner == 0)
-        report_invalid_free(p);
+        report_bad_free(BadFree::Invalid, p);
       dealloc_remote(p, entry);
       return;
     }
@@ -107,14 +107,14 @@ namespace snmalloc
     {
       case ChunkKind::Large:
         if ((pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) != 0)
-          report_invalid_free(p);
+          report_bad_free(BadFree::Interior, p);
         Alloc::dealloc_chunks_tagged(p, owner);
         return;
       case ChunkKind::Pool:
         Profiler::dealloc_sampled(p);
         return;
       default:
-        report_invalid_free(p);
+        report_bad_free(BadFree::Invalid, p);
     }
   }
 
@@ -173,7 +173,7 @@ namespace snmalloc
     {
       PagemapEntry& entry = pagemap.entry_at(offset);
       Local& local = local_cache;
-      if (SNMALLOC_LIKELY(entry.get_owner() == reinterpret_cast<uintptr_t>(local.core)))
+      if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
       {
         local.core->dealloc_local(p, reinterpret_cast<SlabMeta*>(entry.get_meta()));
         return;
@@ -240,7 +240,7 @@ namespace snmalloc
     }
     size_t usable = alloc_size(p);
     if (usable == 0)
-      report_invalid_free(p);
+      report_bad_free(BadFree::Invalid, p);
     if (resize_in_place(usable, size))
       return p;
     void* q = alloc(size);

@@ -8,8 +8,16 @@
 // reaching zero means the slab is entirely free and can be released.
 //   sleeping: free objects = wake_threshold - needed
 //   awake:    free objects = capacity - needed
+// A double free pushes an object already on the list: the second push closes
+// a cycle through the first, and the counter runs ahead of the objects.
+// Where that is seen costs the fast paths nothing: a sleeping slab wakes
+// with a list longer than the counter says (counted, a few instructions
+// per object, a quarter slab per wake), a whole-slab release walks the
+// list (check_free_list), and refill finds `needed` wrapped past capacity
+// when a slab already all free was freed into again.
 
 #include "../backend/backend.h"
+#include "bad_free.h"
 
 namespace snmalloc
 {
@@ -26,6 +34,56 @@ namespace snmalloc
     size_t slab_size() const
     {
       return size_t(1) << sizeclasses.slab_bits[sizeclass];
+    }
+
+    // Does p point at the start of one of this slab's objects?  Checked on
+    // the slow paths that free objects (remote frees, messages).
+    bool is_object_start(const void* p) const
+    {
+      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
+      return offset < slab_size() && offset % sizeclass_to_size(sizeclass) == 0;
+    }
+
+    // Does the free list hold exactly `expected` objects?  Bounded, so a
+    // cycle ends the walk too.
+    bool free_count_is(uint32_t expected) const
+    {
+      const FreeObject* f = free;
+      for (uint32_t i = 0; i < expected; i++, f = f->next_relaxed())
+      {
+        if (f == nullptr)
+          return false;
+      }
+      return f == nullptr;
+    }
+
+    // The free list must hold `expected` distinct object starts of this
+    // slab; otherwise report the first object that is not one: met twice
+    // (double free), not at an object start (a local interior free), or
+    // outside the slab (a link written after its object was freed).  One
+    // step past `expected`, so that a list one longer, through a double
+    // free, shows its repeated object.
+    void check_free_list(uint32_t expected) const
+    {
+      uint64_t seen[MAX_CAPACITY / 64] = {};
+      size_t size = sizeclass_to_size(sizeclass);
+      const FreeObject* f = free;
+      uint32_t n = 0;
+      for (; n <= expected && f != nullptr; n++, f = f->next_relaxed())
+      {
+        uintptr_t offset = reinterpret_cast<uintptr_t>(f) - base;
+        if (offset >= slab_size())
+          report_fatal_at("free list corrupted (write after free?) at", f);
+        if (offset % size != 0)
+          report_bad_free(BadFree::Interior, f);
+        size_t index = offset / size;
+        uint64_t bit = uint64_t(1) << (index % 64);
+        if ((seen[index / 64] & bit) != 0)
+          report_bad_free(BadFree::DoubleFree, f);
+        seen[index / 64] |= bit;
+      }
+      if (n != expected)
+        report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
     }
 
     // Build the free list of a new slab, in address order so the first
@@ -52,6 +110,8 @@ namespace snmalloc
     Batch take_all()
     {
       uint32_t capacity = sizeclasses.capacity[sizeclass];
+      if (SNMALLOC_UNLIKELY(needed > capacity))
+        check_free_list(capacity); // freed into after all were free
       Batch b{free, capacity - needed};
       free = nullptr;
       sleeping = true;

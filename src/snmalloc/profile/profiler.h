@@ -153,7 +153,7 @@ namespace snmalloc::profile
     // would warn about reading below an object it saw allocated.
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
-      SampleRecord* r = ProfilePool::record_of(p);
+      SampleRecord* r = ProfilePool::live_record_of(p);
       emit_event(EventKind::Free, r);
       r->list->remove(r);
       profile_pool.dealloc(r);
