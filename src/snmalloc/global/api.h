@@ -166,7 +166,8 @@ namespace snmalloc
     return alloc_impl<false>(rounded, align);
   }
 
-  SNMALLOC_FAST_PATH void dealloc(void* p)
+  // The free fast path: true when p was this thread's and is freed.
+  SNMALLOC_FAST_PATH bool dealloc_fast(void* p)
   {
     uintptr_t offset = pagemap.offset_of(p);
     if (SNMALLOC_LIKELY(offset < pagemap.size))
@@ -176,16 +177,16 @@ namespace snmalloc
       if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
       {
         local.core->dealloc_local(p, reinterpret_cast<SlabMeta*>(entry.get_meta()));
-        return;
+        return true;
       }
     }
-    dealloc_slow(p);
+    return false;
   }
 
-  // Sized free: the size is not needed, the pagemap knows it.
-  SNMALLOC_FAST_PATH void dealloc(void* p, size_t)
+  SNMALLOC_FAST_PATH void dealloc(void* p)
   {
-    dealloc(p);
+    if (!dealloc_fast(p))
+      dealloc_slow(p);
   }
 
   // Bytes usable at p (0 for nullptr and pointers not from this allocator).
@@ -225,6 +226,24 @@ namespace snmalloc
     if (usable <= config::MAX_SMALL_SIZE)
       return sizeclass_to_size(size_to_sizeclass(size)) == usable;
     return large_size(size, MIN_ALIGN) == usable;
+  }
+
+  // A sized free that missed the fast path: `size` must be one whose
+  // allocation has p's usable size (new(0) allocated one byte).
+  SNMALLOC_SLOW_PATH inline void dealloc_sized_slow(void* p, size_t size) noexcept
+  {
+    size_t usable = alloc_size(p);
+    if (usable != 0 && !resize_in_place(usable, size == 0 ? 1 : size))
+      report_bad_free(BadFree::SizeMismatch, p);
+    dealloc_slow(p);
+  }
+
+  // Sized free (operator delete): the fast path ignores the size, the
+  // pagemap knows it; off the fast path it is checked.
+  SNMALLOC_FAST_PATH void dealloc(void* p, size_t size)
+  {
+    if (!dealloc_fast(p))
+      dealloc_sized_slow(p, size);
   }
 
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns

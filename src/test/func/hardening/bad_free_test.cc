@@ -180,3 +180,32 @@ TEST_CASE("abort, not a trap, ends the program on a fatal error", "[bad-free]")
   CHECK(end.signal == SIGABRT);
   CHECK(end.stderr_text == "snmalloc: fatal: test message\n");
 }
+
+TEST_CASE("sized delete with the size of another class", "[bad-free]")
+{
+  // Checked off the fast path: a large block, and a small one freed by a
+  // thread that does not own it.
+  void* large = ::operator new(LARGE);
+  check_dies([large] { ::operator delete(large, 100); }, "size mismatch on sized delete of", large);
+  ::operator delete(large, LARGE);
+  void* small = ::operator new(48);
+  check_dies(
+    [small] { std::thread([small] { ::operator delete(small, 4096); }).join(); },
+    "size mismatch on sized delete of",
+    small);
+  ::operator delete(small, 48);
+}
+
+TEST_CASE("sized delete with a size of the same class is accepted", "[bad-free]")
+{
+  for (size_t size : {size_t(0), size_t(1), size_t(40), size_t(48), size_t(70000), LARGE})
+  {
+    CAPTURE(size);
+    void* p = ::operator new(size);
+    std::thread([p, size] { ::operator delete(p, size); }).join();
+    void* q = ::operator new(size, std::align_val_t(4096));
+    std::thread([q, size] { ::operator delete(q, size, std::align_val_t(4096)); }).join();
+    void* r = ::operator new[](size);
+    ::operator delete[](r, size);
+  }
+}
