@@ -228,12 +228,13 @@ namespace snmalloc
     return large_size(size, MIN_ALIGN) == usable;
   }
 
-  // A sized free that missed the fast path: `size` must be one whose
-  // allocation has p's usable size (new(0) allocated one byte).
+  // A sized free that missed the fast path: the object must be at least
+  // `size` bytes.  (A smaller size proves nothing: an aligned allocation
+  // is larger than the size its caller frees it with.)
   SNMALLOC_SLOW_PATH inline void dealloc_sized_slow(void* p, size_t size) noexcept
   {
     size_t usable = alloc_size(p);
-    if (usable != 0 && !resize_in_place(usable, size == 0 ? 1 : size))
+    if (usable != 0 && size > usable)
       report_bad_free(BadFree::SizeMismatch, p);
     dealloc_slow(p);
   }

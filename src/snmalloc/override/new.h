@@ -54,13 +54,6 @@ namespace snmalloc::detail
     }
     return new_failed<nothrow>(size, align);
   }
-
-  // The size an aligned new of `size` allocated (as alloc_aligned rounds
-  // it), for the size check of an aligned sized delete.
-  inline size_t aligned_request(size_t size, std::align_val_t align)
-  {
-    return aligned_size(static_cast<size_t>(align), size == 0 ? 1 : size);
-  }
 } // namespace snmalloc::detail
 
 SNMALLOC_EXPORT void* operator new(size_t size)
@@ -130,13 +123,13 @@ SNMALLOC_EXPORT void operator delete[](void* p, std::align_val_t) noexcept
 {
   snmalloc::dealloc(p);
 }
-SNMALLOC_EXPORT void operator delete(void* p, size_t size, std::align_val_t align) noexcept
+SNMALLOC_EXPORT void operator delete(void* p, size_t size, std::align_val_t) noexcept
 {
-  snmalloc::dealloc(p, snmalloc::detail::aligned_request(size, align));
+  snmalloc::dealloc(p, size);
 }
-SNMALLOC_EXPORT void operator delete[](void* p, size_t size, std::align_val_t align) noexcept
+SNMALLOC_EXPORT void operator delete[](void* p, size_t size, std::align_val_t) noexcept
 {
-  snmalloc::dealloc(p, snmalloc::detail::aligned_request(size, align));
+  snmalloc::dealloc(p, size);
 }
 SNMALLOC_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept
 {
