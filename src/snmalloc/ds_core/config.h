@@ -7,10 +7,16 @@
 #ifndef SNMALLOC_PROFILE
 #  define SNMALLOC_PROFILE 0
 #endif
+#ifndef SNMALLOC_CHECKS
+#  define SNMALLOC_CHECKS 0
+#endif
 
 namespace snmalloc::config
 {
   constexpr bool profile = SNMALLOC_PROFILE != 0;
+  // The checks build (libsnmallocshim-checks.so): every free is checked on
+  // the fast path, at the cost of speed (docs/design.md, checks build).
+  constexpr bool checks = SNMALLOC_CHECKS != 0;
 
   // Granularity of the pagemap and of the backend.
   constexpr size_t CHUNK_BITS = 14;

@@ -243,7 +243,9 @@ namespace snmalloc
   // pagemap knows it; off the fast path it is checked.
   SNMALLOC_FAST_PATH void dealloc(void* p, size_t size)
   {
-    if (!dealloc_fast(p))
+    if constexpr (config::checks)
+      dealloc_sized_slow(p, size); // the size is checked on every path
+    else if (!dealloc_fast(p))
       dealloc_sized_slow(p, size);
   }
 

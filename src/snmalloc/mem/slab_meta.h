@@ -21,8 +21,51 @@
 
 namespace snmalloc
 {
+  // Which objects are on a slab's free list, kept by the checks build only
+  // (SlabMeta::FreeBits is empty otherwise): a free of an object already
+  // there is a double free, caught at the free itself.
+  class OnFreeList
+  {
+    uint64_t bits_[MAX_CAPACITY / 64] = {};
+
+  public:
+    void clear_all()
+    {
+      for (uint64_t& word : bits_)
+        word = 0;
+    }
+
+    void set_first(size_t n)
+    {
+      for (size_t i = 0; i < n; i++)
+        bits_[i / 64] |= uint64_t(1) << (i % 64);
+    }
+
+    // Mark object `index` as on the list; false if it already was.
+    bool add(size_t index)
+    {
+      uint64_t bit = uint64_t(1) << (index % 64);
+      bool was = (bits_[index / 64] & bit) != 0;
+      bits_[index / 64] |= bit;
+      return !was;
+    }
+  };
+
+  // The default build's: keeps nothing, costs nothing.
+  struct NoFreeBits
+  {
+    void clear_all() {}
+    void set_first(size_t) {}
+    bool add(size_t)
+    {
+      return true;
+    }
+  };
+
   struct SlabMeta
   {
+    using FreeBits = std::conditional_t<config::checks, OnFreeList, NoFreeBits>;
+
     FreeObject* free = nullptr;
     uint32_t needed = 0;
     sizeclass_t sizeclass = 0;
@@ -30,6 +73,7 @@ namespace snmalloc
     SlabMeta* prev = nullptr; // on the owner's available list while awake
     SlabMeta* next = nullptr;
     uintptr_t base = 0;
+    [[no_unique_address]] FreeBits on_free_list;
 
     size_t slab_size() const
     {
@@ -86,6 +130,21 @@ namespace snmalloc
         report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
     }
 
+    // The checks build, on every free: an object start, not already on the
+    // free list; its bytes past the link are poisoned, so a read after free
+    // sees no stale data.
+    SNMALLOC_SLOW_PATH void check_and_poison(void* p)
+    {
+      if (!is_object_start(p))
+        report_bad_free(BadFree::Interior, p);
+      size_t size = sizeclass_to_size(sizeclass);
+      if (!on_free_list.add((reinterpret_cast<uintptr_t>(p) - base) / size))
+        report_bad_free(BadFree::DoubleFree, p);
+      std::memset(static_cast<char*>(p) + sizeof(FreeObject), POISON, size - sizeof(FreeObject));
+    }
+
+    static constexpr int POISON = 0xdf;
+
     // Build the free list of a new slab, in address order so the first
     // objects handed out share pages.
     void init(void* slab_base, sizeclass_t sc)
@@ -104,6 +163,8 @@ namespace snmalloc
       free = head;
       sleeping = false;
       needed = 0; // all free: no object is out
+      on_free_list.clear_all();
+      on_free_list.set_first(n);
     }
 
     // Take every free object; the slab sleeps until enough come back.
@@ -114,6 +175,7 @@ namespace snmalloc
         check_free_list(capacity); // freed into after all were free
       Batch b{free, capacity - needed};
       free = nullptr;
+      on_free_list.clear_all();
       sleeping = true;
       needed = sizeclasses.wake_threshold[sizeclass];
       return b;
@@ -122,6 +184,8 @@ namespace snmalloc
     // Return one object; true when the slab needs attention (wake or release).
     SNMALLOC_FAST_PATH bool push(void* p)
     {
+      if constexpr (config::checks)
+        check_and_poison(p);
       FreeObject* f = FreeObject::from(p);
       f->set_next(free);
       free = f;

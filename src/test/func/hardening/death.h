@@ -54,6 +54,27 @@ namespace hardening_test
     return end;
   }
 
+  // The exit status of a hidden test case run by reexec_ran_clean when it
+  // reached its end (an unknown test name would exit with 0).
+  constexpr int RAN_CLEAN = 42;
+
+  // Runs this executable's test case `name` in a child process, calling
+  // prepare() in the child before the exec; true if it exited RAN_CLEAN.
+  template<typename F>
+  bool reexec_ran_clean(const char* name, F prepare)
+  {
+    pid_t child = ::fork();
+    if (child == 0)
+    {
+      prepare();
+      ::execl("/proc/self/exe", "child", name, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == RAN_CLEAN;
+  }
+
   // The one line a bad free of `p` must print: "<what> 0x<hex>".
   inline std::string fatal_line(const char* what, const void* p)
   {

@@ -1,6 +1,8 @@
 // The dump-on-signal pipe across fork() (profiling builds).  Run with
 // SNMALLOC_PROFILE=...,path=$DIR/heap.%p.%n.pb.gz,dump_on_signal=SIGUSR2 in
 // the environment, DIR an empty directory (ctest sets both).
+#include "death.h"
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -17,9 +19,6 @@
 
 namespace
 {
-  constexpr int RAN_CLEAN = 42; // the flood child's exit status (an unknown
-                                // test name would exit with 0)
-
   const char* dump_dir()
   {
     const char* dir = std::getenv("HARDENING_DUMP_DIR");
@@ -123,20 +122,10 @@ TEST_CASE("dump pipe flood (child)", "[.flood]")
   // would then kill us).
   for (int i = 0; i < 200000; i++)
     ::raise(SIGUSR2);
-  ::_exit(RAN_CLEAN);
+  ::_exit(hardening_test::RAN_CLEAN);
 }
 
 TEST_CASE("a flood of dump signals never blocks the handler", "[dump-signal]")
 {
-  pid_t child = ::fork();
-  if (child == 0)
-  {
-    ::alarm(60);
-    ::execl("/proc/self/exe", "flood", "dump pipe flood (child)", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == RAN_CLEAN);
+  CHECK(hardening_test::reexec_ran_clean("dump pipe flood (child)", [] { ::alarm(60); }));
 }

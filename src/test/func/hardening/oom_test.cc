@@ -4,6 +4,8 @@
 // under RLIMIT_AS: the arena, reserved at start-up, is then the smallest
 // the allocator takes (4 GiB), and the child fills it with large blocks it
 // never touches, so this costs address space, not memory.
+#include "death.h"
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdint>
@@ -18,6 +20,8 @@
 
 extern "C" uint64_t snmalloc_profile_samples_dropped(void) __attribute__((weak));
 
+using hardening_test::hide;
+
 namespace
 {
   // Room for the smallest arena (4 GiB, reserved as 8 GiB to align it) and
@@ -27,16 +31,8 @@ namespace
   // A class no start-up code uses, so no cached free object serves it.
   constexpr size_t UNUSED_CLASS_SIZE = 50000;
 
-  constexpr int RAN_CLEAN = 42; // the child's exit status when all went well
-
   void* held[1 << 16];
   size_t held_count = 0;
-
-  void* hide(void* p)
-  {
-    asm volatile("" : "+r"(p));
-    return p;
-  }
 
   // Take every block there is, halving the size down to one chunk.
   void exhaust()
@@ -162,22 +158,14 @@ TEST_CASE("out of memory (child)", "[.oom]")
   std::free(small);
   // The parent's proof that this ran (an unknown test name exits with 0).
   if (problem_count == 0)
-    ::_exit(RAN_CLEAN);
+    ::_exit(hardening_test::RAN_CLEAN);
 }
 
 TEST_CASE("every entry point fails cleanly when memory runs out", "[oom]")
 {
-  pid_t child = ::fork();
-  if (child == 0)
-  {
+  CHECK(hardening_test::reexec_ran_clean("out of memory (child)", [] {
     rlimit limit{LIMIT, LIMIT};
     if (::setrlimit(RLIMIT_AS, &limit) != 0)
       ::_exit(126);
-    ::execl("/proc/self/exe", "oom", "out of memory (child)", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == RAN_CLEAN);
+  }));
 }
