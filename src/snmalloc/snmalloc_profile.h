@@ -19,6 +19,9 @@ int snmalloc_profile_start(size_t mean_interval_bytes);
 /* Take no more samples; those taken stay until their objects are freed. */
 int snmalloc_profile_stop(void);
 int snmalloc_profile_is_active(void);
+/* Samples not taken because memory ran out (the allocation was served
+   unsampled, or failed with ENOMEM); also a comment in every dump. */
+uint64_t snmalloc_profile_samples_dropped(void);
 /* Frames recorded per sample, 1..256 (default 64). */
 int snmalloc_profile_set_max_depth(size_t depth);
 /* Write a gzipped pprof heap profile; to a temporary file renamed into place. */

@@ -79,6 +79,10 @@ namespace snmalloc
 
   inline constexpr SizeclassTable sizeclasses{};
 
+  // Objects in the fullest slab (the smallest class in one chunk), rounded
+  // to whole 64-bit words of a bitmap.
+  constexpr size_t MAX_CAPACITY = bits::align_up(config::CHUNK_SIZE / config::MIN_ALLOC_SIZE, 64);
+
   static_assert(class_to_size_compute(NUM_SMALL_CLASSES - 1) == config::MAX_SMALL_SIZE);
 
   // Requires 1 <= size <= MAX_SMALL_SIZE.

@@ -7,6 +7,9 @@
 #ifndef SNMALLOC_PROFILE
 #  define SNMALLOC_PROFILE 0
 #endif
+#ifndef SNMALLOC_CHECKS
+#  define SNMALLOC_CHECKS 0
+#endif
 
 // Defined by the build of libsnmallocshim.so, which is linked without
 // libstdc++.
@@ -17,6 +20,9 @@
 namespace snmalloc::config
 {
   constexpr bool profile = SNMALLOC_PROFILE != 0;
+  // The checks build (libsnmallocshim-checks.so): every free is checked on
+  // the fast path, at the cost of speed (docs/design.md, checks build).
+  constexpr bool checks = SNMALLOC_CHECKS != 0;
 
   // Whether operator new may use libstdc++ directly (override/new.h).
   constexpr bool shim_links_libstdcxx = SNMALLOC_SHIM_WITHOUT_LIBSTDCXX == 0;

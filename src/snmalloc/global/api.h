@@ -50,38 +50,38 @@ namespace snmalloc
     Local& local = local_cache;
     if (SNMALLOC_UNLIKELY(local.core == nullptr))
     {
+      void* p = nullptr;
       if (local.torn_down)
-        return with_borrowed_alloc([&](Alloc& core, Local& l) {
+        p = with_borrowed_alloc([&](Alloc& core, Local& l) {
           return alloc_with(core, l, size, align, zero);
         });
-      attach_thread(local);
+      else if (attach_thread(local))
+        return alloc_with(*local.core, local, size, align, zero);
+      if (p == nullptr)
+        errno = ENOMEM;
+      return p;
     }
     return alloc_with(*local.core, local, size, align, zero);
   }
 
-  [[noreturn]] SNMALLOC_SLOW_PATH inline void report_invalid_free(const void*)
-  {
-    report_fatal("free(): pointer was not returned by malloc, or was freed twice");
-  }
-
-  // An object of another allocator's slab.
+  // An object of another allocator's slab (or of this thread's, before it
+  // is attached).  Off the fast path, so the pointer is checked here.
   inline void dealloc_remote(void* p, const PagemapEntry& entry)
   {
     Alloc* owner = reinterpret_cast<Alloc*>(entry.get_owner());
-    Local& local = local_cache;
-    if (local.core == nullptr)
-    {
-      if (local.torn_down)
-      {
-        // No allocator to batch in: post the one object directly.
-        FreeObject* f = FreeObject::from(p);
-        f->set_next(nullptr);
-        owner->queue.post(f, f);
-        return;
-      }
-      attach_thread(local);
-    }
     SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+    if (!meta->is_object_start(p))
+      report_bad_free(BadFree::Interior, p);
+    Local& local = local_cache;
+    if (local.core == nullptr && (local.torn_down || !attach_thread(local)))
+    {
+      // No allocator to batch in (after teardown, or out of memory): post
+      // the one object directly.
+      FreeObject* f = FreeObject::from(p);
+      f->set_next(nullptr);
+      owner->queue.post(f, f);
+      return;
+    }
     if (owner == local.core)
       local.core->dealloc_local(p, meta);
     else
@@ -94,13 +94,13 @@ namespace snmalloc
     if (p == nullptr)
       return;
     if (!pagemap.contains(p))
-      report_invalid_free(p);
+      report_bad_free(BadFree::Invalid, p);
     PagemapEntry& entry = pagemap.entry_of(p);
     uintptr_t owner = entry.get_owner();
     if (!is_tag(owner))
     {
       if (owner == 0)
-        report_invalid_free(p);
+        report_bad_free(BadFree::Invalid, p);
       dealloc_remote(p, entry);
       return;
     }
@@ -108,14 +108,14 @@ namespace snmalloc
     {
       case ChunkKind::Large:
         if ((pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) != 0)
-          report_invalid_free(p);
+          report_bad_free(BadFree::Interior, p);
         large_run::dealloc(p);
         return;
       case ChunkKind::Sampled:
         Profiler::dealloc_sampled(p);
         return;
       default:
-        report_invalid_free(p);
+        report_bad_free(BadFree::Invalid, p);
     }
   }
 
@@ -167,26 +167,27 @@ namespace snmalloc
     return alloc_impl<false>(rounded, align);
   }
 
-  SNMALLOC_FAST_PATH void dealloc(void* p)
+  // The free fast path: true when p was this thread's and is freed.
+  SNMALLOC_FAST_PATH bool dealloc_fast(void* p)
   {
     uintptr_t offset = pagemap.offset_of(p);
     if (SNMALLOC_LIKELY(offset < pagemap.size))
     {
       PagemapEntry& entry = pagemap.entry_at(offset);
       Local& local = local_cache;
-      if (SNMALLOC_LIKELY(entry.get_owner() == reinterpret_cast<uintptr_t>(local.core)))
+      if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
       {
         local.core->dealloc_local(p, reinterpret_cast<SlabMeta*>(entry.get_meta()));
-        return;
+        return true;
       }
     }
-    dealloc_slow(p);
+    return false;
   }
 
-  // Sized free: the size is not needed, the pagemap knows it.
-  SNMALLOC_FAST_PATH void dealloc(void* p, size_t)
+  SNMALLOC_FAST_PATH void dealloc(void* p)
   {
-    dealloc(p);
+    if (!dealloc_fast(p))
+      dealloc_slow(p);
   }
 
   // Bytes usable at p (0 for nullptr and pointers not from this allocator).
@@ -278,6 +279,27 @@ namespace snmalloc
     }
   } // namespace detail
 
+  // A sized free that missed the fast path: the object must be at least
+  // `size` bytes.  (A smaller size proves nothing: an aligned allocation
+  // is larger than the size its caller frees it with.)
+  SNMALLOC_SLOW_PATH inline void dealloc_sized_slow(void* p, size_t size) noexcept
+  {
+    size_t usable = alloc_size(p);
+    if (usable != 0 && size > usable)
+      report_bad_free(BadFree::SizeMismatch, p);
+    dealloc_slow(p);
+  }
+
+  // Sized free (operator delete): the fast path ignores the size, the
+  // pagemap knows it; off the fast path it is checked.
+  SNMALLOC_FAST_PATH void dealloc(void* p, size_t size)
+  {
+    if constexpr (config::checks)
+      dealloc_sized_slow(p, size); // the size is checked on every path
+    else if (!dealloc_fast(p))
+      dealloc_sized_slow(p, size);
+  }
+
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns
   // nullptr (as glibc does); failure leaves p untouched.
   inline void* reallocate(void* p, size_t size)
@@ -291,10 +313,10 @@ namespace snmalloc
     }
     size_t usable = alloc_size(p);
     if (usable == 0)
-      report_invalid_free(p);
+      report_bad_free(BadFree::Invalid, p);
     bool large = usable > config::MAX_SMALL_SIZE;
     if (large && !large_run::is_run(p))
-      report_invalid_free(p);
+      report_bad_free(BadFree::Interior, p);
     if (size < MAX_ALLOC_SIZE && detail::resize_in_place(p, usable, size))
     {
       if (large)

@@ -15,6 +15,7 @@ namespace snmalloc
     Core* free_ = nullptr;
 
   public:
+    // A pooled allocator, else a new one; nullptr when memory is exhausted.
     Core* acquire() noexcept
     {
       {
@@ -28,7 +29,7 @@ namespace snmalloc
       }
       void* mem = backend.alloc_meta(sizeof(Core));
       if (mem == nullptr)
-        report_fatal("out of memory creating a thread allocator");
+        return nullptr; // out of memory: the caller's call fails
       return new (mem) Core(reinterpret_cast<uintptr_t>(mem));
     }
 

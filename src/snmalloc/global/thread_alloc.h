@@ -11,7 +11,8 @@ namespace snmalloc
 {
   inline AllocPool<Alloc> alloc_pool;
 
-  // All zeros until the thread's first slow path; see mem/local_cache.h.
+  // Constant-initialised, detached until the thread's first slow path; see
+  // mem/local_cache.h.
   inline thread_local Local local_cache;
 
   namespace detail
@@ -41,7 +42,7 @@ namespace snmalloc
       if (Alloc* core = local.core)
       {
         core->flush(local);
-        local.core = nullptr;
+        local.detach();
         alloc_pool.release(core);
       }
       local.torn_down = true;
@@ -66,26 +67,33 @@ namespace snmalloc
     }
   } // namespace detail
 
-  // Give this thread an allocator.  The order matters: the pool and
-  // pthread_setspecific may allocate, which must find `core` set.
-  SNMALLOC_SLOW_PATH inline Alloc& attach_thread(Local& local) noexcept
+  // Give this thread an allocator; false when memory is exhausted (the
+  // thread stays detached and the call that needed it fails).  The order
+  // matters: the pool and pthread_setspecific may allocate, which must find
+  // `core` set.
+  SNMALLOC_SLOW_PATH inline bool attach_thread(Local& local) noexcept
   {
     Alloc* core = alloc_pool.acquire();
-    local.core = core;
+    if (core == nullptr)
+      return false;
+    local.attach(core);
     detail::process_setup();
     ::pthread_setspecific(detail::teardown_key, &local);
-    return *core;
+    return true;
   }
 
   // After teardown (in later TLS destructors): use a pooled allocator for one
-  // operation and give it straight back.
+  // operation and give it straight back.  `f` returns a pointer; nullptr when
+  // no allocator can be had.
   template<typename F>
-  SNMALLOC_SLOW_PATH auto with_borrowed_alloc(F&& f) noexcept
+  SNMALLOC_SLOW_PATH void* with_borrowed_alloc(F&& f) noexcept
   {
     Local borrowed{};
     Alloc* core = alloc_pool.acquire();
-    borrowed.core = core;
-    auto result = f(*core, borrowed);
+    if (core == nullptr)
+      return nullptr;
+    borrowed.attach(core);
+    void* result = f(*core, borrowed);
     core->flush(borrowed);
     alloc_pool.release(core);
     return result;

@@ -139,11 +139,14 @@ namespace snmalloc
 
     // A local free brought a slab's `needed` to zero: wake it, or, if every
     // object is back, release it (keeping one per class against thrashing).
+    // Its free list is checked first (see mem/slab_meta.h).
     SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta)
     {
       sizeclass_t sc = meta->sizeclass;
       if (meta->sleeping)
       {
+        if (!meta->free_count_is(sizeclasses.wake_threshold[sc]))
+          meta->check_free_list(sizeclasses.wake_threshold[sc]);
         meta->sleeping = false;
         meta->needed = sizeclasses.capacity[sc] - sizeclasses.wake_threshold[sc];
         available_[sc].insert(meta);
@@ -151,15 +154,24 @@ namespace snmalloc
       }
       if (available_[sc].only(meta))
         return;
+      meta->check_free_list(sizeclasses.capacity[sc] - meta->untouched);
       available_[sc].remove(meta);
       release_slab(meta);
     }
 
     // An object of one of this allocator's slabs, its slab found through
-    // the pagemap.
+    // the pagemap; not a fast path, so the pointer is checked.  One that
+    // came in a message was ours when it was freed: if its slab is gone,
+    // it was freed twice.
     void dealloc_local(void* p)
     {
-      dealloc_local(p, reinterpret_cast<SlabMeta*>(pagemap.entry_of(p).get_meta()));
+      const PagemapEntry& entry = pagemap.entry_of(p);
+      if (entry.get_owner() != owner_value_)
+        report_bad_free(BadFree::DoubleFree, p);
+      auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+      if (!meta->is_object_start(p))
+        report_bad_free(BadFree::Interior, p);
+      dealloc_local(p, meta);
     }
 
     // A null-terminated list of such objects.

@@ -11,13 +11,64 @@
 // reaching zero means the slab is entirely free and can be released.
 //   sleeping: free objects = wake_threshold - needed      (untouched = 0)
 //   awake:    free objects = capacity - needed            (untouched included)
+// A double free pushes an object already on the list: the second push closes
+// a cycle through the first, and the counter runs ahead of the objects.
+// Where that is seen costs the fast paths nothing: a sleeping slab wakes
+// with a list longer than the counter says (counted, a few instructions
+// per object, a quarter slab per wake), a whole-slab release walks the
+// list (check_free_list), and refill finds `needed` wrapped past capacity
+// when a slab already all free was freed into again.
 
 #include "../backend/backend.h"
+#include "bad_free.h"
 
 namespace snmalloc
 {
+  // Which objects are on a slab's free list, kept by the checks build only
+  // (SlabMeta::FreeBits is empty otherwise): a free of an object already
+  // there is a double free, caught at the free itself.
+  class OnFreeList
+  {
+    uint64_t bits_[MAX_CAPACITY / 64] = {};
+
+  public:
+    void clear_all()
+    {
+      for (uint64_t& word : bits_)
+        word = 0;
+    }
+
+    void set_first(size_t n)
+    {
+      for (size_t i = 0; i < n; i++)
+        bits_[i / 64] |= uint64_t(1) << (i % 64);
+    }
+
+    // Mark object `index` as on the list; false if it already was.
+    bool add(size_t index)
+    {
+      uint64_t bit = uint64_t(1) << (index % 64);
+      bool was = (bits_[index / 64] & bit) != 0;
+      bits_[index / 64] |= bit;
+      return !was;
+    }
+  };
+
+  // The default build's: keeps nothing, costs nothing.
+  struct NoFreeBits
+  {
+    void clear_all() {}
+    void set_first(size_t) {}
+    bool add(size_t)
+    {
+      return true;
+    }
+  };
+
   struct SlabMeta
   {
+    using FreeBits = std::conditional_t<config::checks, OnFreeList, NoFreeBits>;
+
     // Written by the owner, on every local free.
     FreeObject* free = nullptr;
     uint32_t needed = 0;
@@ -31,11 +82,77 @@ namespace snmalloc
     // of the remote free's samples in producer-consumer).
     alignas(64) sizeclass_t sizeclass = 0;
     uintptr_t base = 0;
+    [[no_unique_address]] FreeBits on_free_list;
 
     size_t slab_size() const
     {
       return size_t(1) << sizeclasses.slab_bits[sizeclass];
     }
+
+    // Does p point at the start of one of this slab's objects?  Checked on
+    // the slow paths that free objects (remote frees, messages).
+    bool is_object_start(const void* p) const
+    {
+      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
+      return offset < slab_size() && offset % sizeclass_to_size(sizeclass) == 0;
+    }
+
+    // Does the free list hold exactly `expected` objects?  Bounded, so a
+    // cycle ends the walk too.
+    bool free_count_is(uint32_t expected) const
+    {
+      const FreeObject* f = free;
+      for (uint32_t i = 0; i < expected; i++, f = f->next_relaxed())
+      {
+        if (f == nullptr)
+          return false;
+      }
+      return f == nullptr;
+    }
+
+    // The free list must hold `expected` distinct object starts of this
+    // slab; otherwise report the first object that is not one: met twice
+    // (double free), not at an object start (a local interior free), or
+    // outside the slab (a link written after its object was freed).  One
+    // step past `expected`, so that a list one longer, through a double
+    // free, shows its repeated object.
+    void check_free_list(uint32_t expected) const
+    {
+      uint64_t seen[MAX_CAPACITY / 64] = {};
+      size_t size = sizeclass_to_size(sizeclass);
+      const FreeObject* f = free;
+      uint32_t n = 0;
+      for (; n <= expected && f != nullptr; n++, f = f->next_relaxed())
+      {
+        uintptr_t offset = reinterpret_cast<uintptr_t>(f) - base;
+        if (offset >= slab_size())
+          report_fatal_at("free list corrupted (write after free?) at", f);
+        if (offset % size != 0)
+          report_bad_free(BadFree::Interior, f);
+        size_t index = offset / size;
+        uint64_t bit = uint64_t(1) << (index % 64);
+        if ((seen[index / 64] & bit) != 0)
+          report_bad_free(BadFree::DoubleFree, f);
+        seen[index / 64] |= bit;
+      }
+      if (n != expected)
+        report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
+    }
+
+    // The checks build, on every free: an object start, not already on the
+    // free list; its bytes past the link are poisoned, so a read after free
+    // sees no stale data.
+    SNMALLOC_SLOW_PATH void check_and_poison(void* p)
+    {
+      if (!is_object_start(p))
+        report_bad_free(BadFree::Interior, p);
+      size_t size = sizeclass_to_size(sizeclass);
+      if (!on_free_list.add((reinterpret_cast<uintptr_t>(p) - base) / size))
+        report_bad_free(BadFree::DoubleFree, p);
+      std::memset(static_cast<char*>(p) + sizeof(FreeObject), POISON, size - sizeof(FreeObject));
+    }
+
+    static constexpr int POISON = 0xdf;
 
     void init(void* slab_base, sizeclass_t sc)
     {
@@ -45,6 +162,8 @@ namespace snmalloc
       untouched = sizeclasses.capacity[sc];
       sleeping = false;
       needed = 0; // all free: no object is out
+      on_free_list.clear_all();
+      on_free_list.set_first(untouched);
     }
 
     // Take every free object, the next untouched ones linked in first, in
@@ -53,9 +172,15 @@ namespace snmalloc
     Batch take_all()
     {
       uint32_t capacity = sizeclasses.capacity[sizeclass];
-      link_untouched(sizeclasses.untouched_step[sizeclass]);
+      // Freed into after all were free: the list shows the double free.
+      if (SNMALLOC_UNLIKELY(needed > capacity))
+        check_free_list(capacity - untouched);
+      // The checks build links everything at once: its free-list bits
+      // count the untouched objects as free (freeing one is a bad free).
+      link_untouched(config::checks ? capacity : sizeclasses.untouched_step[sizeclass]);
       Batch b{free, capacity - needed - untouched};
       free = nullptr;
+      on_free_list.clear_all();
       if (untouched != 0)
       {
         needed = capacity - untouched; // awake: every touched object is out
@@ -83,6 +208,8 @@ namespace snmalloc
     // Return one object; true when the slab needs attention (wake or release).
     SNMALLOC_FAST_PATH bool push(void* p)
     {
+      if constexpr (config::checks)
+        check_and_poison(p);
       FreeObject* f = FreeObject::from(p);
       f->set_next(free);
       free = f;

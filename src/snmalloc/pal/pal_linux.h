@@ -5,6 +5,7 @@
 #include "../ds_core/ds_core.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sys/mman.h>
@@ -13,14 +14,37 @@
 
 namespace snmalloc
 {
+  // One line on stderr, then abort(): SIGABRT, which test harnesses and
+  // crash reporters recognise (a trap instruction gave SIGILL).  write(2)
+  // only: the heap may be the thing that is broken.
   [[noreturn]] inline void report_fatal(const char* message) noexcept
   {
     static const char prefix[] = "snmalloc: fatal: ";
-    // write(2) only: the heap may be the thing that is broken.
     (void)!::write(2, prefix, sizeof(prefix) - 1);
     (void)!::write(2, message, std::strlen(message));
     (void)!::write(2, "\n", 1);
-    __builtin_trap();
+    std::abort();
+  }
+
+  // The same, with the address the message is about: "<message> 0x<hex>".
+  [[noreturn]] inline void report_fatal_at(const char* message, const void* address) noexcept
+  {
+    char line[160];
+    size_t n = std::strlen(message);
+    if (n > sizeof(line) - 24)
+      n = sizeof(line) - 24;
+    std::memcpy(line, message, n);
+    line[n++] = ' ';
+    line[n++] = '0';
+    line[n++] = 'x';
+    uintptr_t a = reinterpret_cast<uintptr_t>(address);
+    int shift = 60;
+    while (shift > 0 && ((a >> shift) & 0xf) == 0)
+      shift -= 4;
+    for (; shift >= 0; shift -= 4)
+      line[n++] = "0123456789abcdef"[(a >> shift) & 0xf];
+    line[n] = '\0';
+    report_fatal(line);
   }
 
   struct PalLinux

@@ -7,8 +7,14 @@
 // the pipe's other end runs one dump per byte.  Each dump gets the next
 // sequence number (%n in the path).  If the program later installs its own
 // handler for the same signal, that handler wins and dumps stop: choose a
-// signal the program does not use.  The helper thread is not recreated in a
-// fork() child.
+// signal the program does not use.
+//
+// fork(): the helper thread is not recreated in a child, and the child's
+// copy of the pipe leads to the parent's thread, so the child closes it and
+// its signal dumps are off (the signal is still caught, and does nothing):
+// a signal to a child never makes the parent dump.  The write end is
+// non-blocking, so a handler never waits on a full pipe (a byte already
+// pending asks for the same dump); both ends close on exec.
 
 #include "control.h"
 #include "env_config.h"
@@ -25,6 +31,7 @@ namespace snmalloc::profile
     std::atomic<unsigned long> sequence_{0};
     int pipe_read_ = -1;
     int pipe_write_ = -1;
+    pid_t pipe_owner_ = 0; // the process whose helper thread reads the pipe
 
     static void report(const char* path, DumpResult r)
     {
@@ -38,10 +45,26 @@ namespace snmalloc::profile
 
     static void on_signal(int)
     {
+      // A child between fork() and in_fork_child still holds the pipe.
+      int fd = instance().pipe_write_;
+      if (fd < 0 || ::getpid() != instance().pipe_owner_)
+        return;
       int saved = errno;
       char byte = 1;
-      (void)!::write(instance().pipe_write_, &byte, 1);
+      (void)!::write(fd, &byte, 1);
       errno = saved;
+    }
+
+    static void in_fork_child()
+    {
+      AutoDump& self = instance();
+      if (self.pipe_write_ < 0)
+        return;
+      int fds[2] = {self.pipe_read_, self.pipe_write_};
+      self.pipe_write_ = -1;
+      self.pipe_read_ = -1;
+      ::close(fds[0]);
+      ::close(fds[1]);
     }
 
     static void* signal_thread(void*)
@@ -67,17 +90,18 @@ namespace snmalloc::profile
     bool start_signal_thread()
     {
       int fds[2];
-      if (::pipe2(fds, O_CLOEXEC) != 0)
+      if (::pipe2(fds, O_CLOEXEC) != 0 || ::fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
         return false;
       pipe_read_ = fds[0];
       pipe_write_ = fds[1];
+      pipe_owner_ = ::getpid();
       pthread_t thread;
       pthread_attr_t attr;
       ::pthread_attr_init(&attr);
       ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
       bool ok = ::pthread_create(&thread, &attr, signal_thread, nullptr) == 0;
       ::pthread_attr_destroy(&attr);
-      if (!ok)
+      if (!ok || ::pthread_atfork(nullptr, nullptr, in_fork_child) != 0)
         return false;
       struct sigaction sa;
       std::memset(&sa, 0, sizeof(sa));

@@ -19,8 +19,6 @@ namespace snmalloc::profile::c_api_detail
     out->depth = stack != nullptr ? stack->depth : 0;
     out->frames = stack != nullptr ? stack->frames : nullptr;
   }
-
-  inline SpinLock events_lock; // one reader, and start/stop against it
 } // namespace snmalloc::profile::c_api_detail
 
 struct snmalloc_profile_snapshot
@@ -43,6 +41,11 @@ extern "C"
   SNMALLOC_EXPORT int snmalloc_profile_is_active(void)
   {
     return snmalloc::profile::is_active() ? 1 : 0;
+  }
+
+  SNMALLOC_EXPORT uint64_t snmalloc_profile_samples_dropped(void)
+  {
+    return snmalloc::profile::samples_dropped();
   }
 
   SNMALLOC_EXPORT int snmalloc_profile_set_max_depth(size_t depth)
@@ -103,7 +106,7 @@ extern "C"
     using namespace snmalloc::profile;
     if (capacity == 0 || capacity > (size_t(1) << 30))
       return EINVAL;
-    snmalloc::LockGuard g(c_api_detail::events_lock);
+    snmalloc::LockGuard g(event_ring_lock);
     EventRing* ring = EventRing::create(capacity);
     if (ring == nullptr)
       return ENOMEM;
@@ -115,7 +118,7 @@ extern "C"
     snmalloc_profile_event* out, size_t max, uint64_t* dropped_total)
   {
     using namespace snmalloc::profile;
-    snmalloc::LockGuard g(c_api_detail::events_lock);
+    snmalloc::LockGuard g(event_ring_lock);
     EventRing* ring = event_ring.load(std::memory_order_acquire);
     if (ring == nullptr || out == nullptr)
     {
@@ -146,7 +149,7 @@ extern "C"
   SNMALLOC_EXPORT int snmalloc_profile_events_stop(void)
   {
     using namespace snmalloc::profile;
-    snmalloc::LockGuard g(c_api_detail::events_lock);
+    snmalloc::LockGuard g(event_ring_lock);
     event_ring.store(nullptr, std::memory_order_release);
     return 0;
   }

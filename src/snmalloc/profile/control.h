@@ -68,6 +68,12 @@ namespace snmalloc::profile
     return settings.interval.load();
   }
 
+  // Samples dropped because memory ran out, since the process started.
+  inline uint64_t samples_dropped()
+  {
+    return settings.samples_dropped.load(std::memory_order_relaxed);
+  }
+
   // Frames recorded per sample (1..MAX_DEPTH); default 64.
   inline int set_max_depth(size_t depth)
   {
@@ -91,7 +97,11 @@ namespace snmalloc::profile
       int64_t now = Pal::time_ns();
       int64_t started = settings.start_time_ns.load();
       size_t r = settings.interval.load();
-      ProfileHeader header{r != 0 ? r : DEFAULT_INTERVAL, now, started != 0 ? now - started : 0};
+      ProfileHeader header{
+        r != 0 ? r : DEFAULT_INTERVAL,
+        now,
+        started != 0 ? now - started : 0,
+        settings.samples_dropped.load(std::memory_order_relaxed)};
       std::vector<uint8_t> bytes;
       encode_pprof(header, b.rows.data(), b.rows.size(), bytes);
       return bytes;

@@ -126,6 +126,9 @@ namespace snmalloc::profile
   };
 
   inline std::atomic<EventRing*> event_ring{nullptr};
+  // Taken by the C API's one reader and by start/stop against it; held
+  // across fork() like every profiler lock (Profiler::prefork).
+  inline SpinLock event_ring_lock;
 
   inline SampleView view_of(SampleRecord* r)
   {

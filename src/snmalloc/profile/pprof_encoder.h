@@ -66,6 +66,7 @@ namespace snmalloc::profile
     uint64_t period; // Mean sampling interval R in bytes.
     int64_t time_nanos; // Wall clock of the dump.
     int64_t duration_nanos; // Since profiling started (0 if unknown).
+    uint64_t samples_dropped; // Out of memory; said in a comment when not 0.
   };
 
   // Functions that are the allocator itself, for pprof's drop_frames: pprof
@@ -94,7 +95,8 @@ namespace snmalloc::profile
       constexpr uint32_t sample_type = 1, sample = 2, mapping = 3,
                          location = 4, function = 5, string_table = 6,
                          drop_frames = 7, time_nanos = 9, duration_nanos = 10,
-                         period_type = 11, period = 12, default_sample_type = 14;
+                         period_type = 11, period = 12, comment = 13,
+                         default_sample_type = 14;
     }
     namespace value_type_field
     {
@@ -360,6 +362,12 @@ namespace snmalloc::profile
         writer.int64_field(profile_field::duration_nanos, header.duration_nanos);
         write_value_type(profile_field::period_type, "space", "bytes");
         writer.uint64_field(profile_field::period, header.period);
+        if (header.samples_dropped != 0)
+        {
+          std::string note = "samples dropped (out of memory): " +
+            std::to_string(header.samples_dropped);
+          writer.int64_field(profile_field::comment, strings.intern(note));
+        }
         writer.int64_field(profile_field::default_sample_type, strings.intern("inuse_space"));
         strings.write(writer);
       }

@@ -110,9 +110,34 @@ namespace snmalloc::profile
       return SampleRecord::below(object);
     }
 
+    // The record of a live sampled object `p`, for freeing it; a pointer
+    // that is not one stops the program.  A freed record stays marked (the
+    // pool's free-list link overwrites only its first word), so freeing it
+    // again is recognised until its block is reused.  The record is read
+    // only when it lies in p's own pool block.
+    static SampleRecord* live_record_of(void* p)
+    {
+      const PagemapEntry& e = pagemap.entry_of(p);
+      if (tag_payload(e.get_owner()) == 0)
+      {
+        auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
+        if (slab == nullptr)
+          report_bad_free(BadFree::Invalid, p);
+        size_t size = sizeclass_to_size(slab->sizeclass);
+        uintptr_t offset = reinterpret_cast<uintptr_t>(p) - slab->base;
+        if (offset % size < sizeof(SampleRecord))
+          report_bad_free(BadFree::Interior, p);
+      }
+      SampleRecord* r = record_of(p);
+      if (r->object != p)
+        report_bad_free(r->is_freed() ? BadFree::DoubleFree : BadFree::Interior, p);
+      return r;
+    }
+
     void dealloc(SampleRecord* record)
     {
       void* object = record->object;
+      record->mark_freed();
       if (record->lead != 0)
       {
         dealloc_block(static_cast<char*>(object) - record->lead);

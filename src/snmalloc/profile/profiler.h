@@ -32,7 +32,8 @@ namespace snmalloc::profile
 
   // Record a sample: stack, stack-table entry, pool block, list entry.
   // nullptr when this thread is already inside the profiler or memory is
-  // exhausted; the caller then serves the allocation normally.
+  // exhausted (a dropped sample, counted); the caller then serves the
+  // allocation normally.
   SNMALLOC_SLOW_PATH inline void* take_sample(
     SampleList& list, size_t requested, size_t size, size_t align, bool zero, size_t interval)
   {
@@ -43,11 +44,12 @@ namespace snmalloc::profile
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(size, interval);
     uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
-    if (id == StackTable::NO_ID)
-      return nullptr;
-    SampleRecord* r = profile_pool.alloc(size, align, zero);
+    SampleRecord* r = id == StackTable::NO_ID ? nullptr : profile_pool.alloc(size, align, zero);
     if (r == nullptr)
+    {
+      settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
+    }
     r->requested_size = requested;
     r->allocated_size = size;
     r->interval = interval;
@@ -187,7 +189,7 @@ namespace snmalloc::profile
     // would warn about reading below an object it saw allocated.
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
-      SampleRecord* r = ProfilePool::record_of(p);
+      SampleRecord* r = ProfilePool::live_record_of(p);
       emit_event(EventKind::Free, r);
       r->list->remove(r);
       profile_pool.dealloc(r);
@@ -199,8 +201,10 @@ namespace snmalloc::profile
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
+    // The event ring's lock first: its holder may read the stack table.
     static void prefork()
     {
+      event_ring_lock.lock();
       stack_table.prefork();
       sample_lists.prefork();
       profile_pool.prefork();
@@ -213,6 +217,7 @@ namespace snmalloc::profile
       profile_pool.postfork();
       sample_lists.postfork();
       stack_table.postfork();
+      event_ring_lock.unlock();
     }
   };
 } // namespace snmalloc::profile

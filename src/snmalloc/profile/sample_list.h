@@ -34,6 +34,19 @@ namespace snmalloc::profile
     uint32_t lead;
     uint32_t unused_padding;
 
+    // A freed record points at itself: a second free of its object is told
+    // from a free of a pointer into some object, whose "record" is bytes of
+    // that object (zeros, say) and not self-referencing.
+    void mark_freed()
+    {
+      object = this;
+    }
+
+    bool is_freed() const
+    {
+      return object == this;
+    }
+
     // The record of an object whose record lies just below it.
     static SampleRecord* below(const void* object)
     {

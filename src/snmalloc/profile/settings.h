@@ -19,6 +19,9 @@ namespace snmalloc::profile
     std::atomic<uint64_t> epoch{0};
     std::atomic<size_t> max_depth{DEFAULT_DEPTH};
     std::atomic<int64_t> start_time_ns{0};
+    // Samples not taken because memory for their record or stack ran out
+    // (the allocation itself was then served unsampled, or failed).
+    std::atomic<uint64_t> samples_dropped{0};
   };
 
   inline Settings settings;

@@ -211,10 +211,15 @@ namespace snmalloc::profile
       size_t image_size = 0;
       std::vector<Symbol> symbols;
 
+      // `count` Ts at `offset`, or nullptr when they are not all inside the
+      // file or are misaligned (the image is page-aligned): a hostile file
+      // gives no names (found by the ELF fuzz target).
       template<typename T>
       const T* at(uint64_t offset, uint64_t count = 1) const
       {
-        if (offset > image_size || count > (image_size - offset) / sizeof(T))
+        if (
+          offset > image_size || offset % alignof(T) != 0 ||
+          count > (image_size - offset) / sizeof(T))
           return nullptr;
         return reinterpret_cast<const T*>(image + offset);
       }

@@ -144,7 +144,7 @@ TEST_CASE("encode and write a 100,000-sample dump", "[pprof][benchmark]")
   {
     Stopwatch stopwatch;
     encoded.clear();
-    encode_pprof({period, 0, 0}, buckets.data(), buckets.size(), encoded);
+    encode_pprof({period, 0, 0, 0}, buckets.data(), buckets.size(), encoded);
     encode_time.keep_best(stopwatch.lap());
     REQUIRE(write_gzip_file_atomic(path.c_str(), encoded.data(), encoded.size()) == 0);
     write_time.keep_best(stopwatch.lap());

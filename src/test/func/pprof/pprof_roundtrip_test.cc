@@ -52,7 +52,7 @@ namespace
 
   ProfileHeader test_header()
   {
-    return {period, time_nanos, duration_nanos};
+    return {period, time_nanos, duration_nanos, 0};
   }
 
   std::string quoted(const std::string& path)

@@ -20,10 +20,10 @@ namespace
     Message profile;
     std::vector<std::string> strings;
 
-    explicit DecodedProfile(const std::vector<ProfileBucket>& buckets)
+    explicit DecodedProfile(const std::vector<ProfileBucket>& buckets, uint64_t dropped = 0)
     {
       std::vector<uint8_t> encoded;
-      encode_pprof({4096, 1, 2}, buckets.data(), buckets.size(), encoded);
+      encode_pprof({4096, 1, 2, dropped}, buckets.data(), buckets.size(), encoded);
       profile = decode(std::string(encoded.begin(), encoded.end()));
       for (const Field& field : all(profile, 6))
         strings.push_back(field.bytes);
@@ -178,4 +178,13 @@ TEST_CASE("drop_frames names the allocator's frames and nothing else", "[pprof]"
     INFO(name);
     CHECK_FALSE(std::regex_match(name, drop));
   }
+}
+
+TEST_CASE("samples dropped for want of memory are said in a comment", "[pprof]")
+{
+  CHECK(all(DecodedProfile({}).profile, 13).empty());
+  DecodedProfile decoded({}, 7);
+  auto comments = all(decoded.profile, 13);
+  REQUIRE(comments.size() == 1);
+  CHECK(decoded.string(comments[0].varint) == "samples dropped (out of memory): 7");
 }

@@ -145,8 +145,9 @@ namespace
     size_t allocated_bytes = site.count * usable;
     if (site.run == exact_site_realloc)
     {
-      // Every step is an allocation of its own: a sampled block always
-      // moves.
+      // Every step is an allocation of its own: each changes sizeclass,
+      // so the block moves (a resize within its class would stay in place
+      // and record nothing).
       allocations = site.count * std::size(REALLOC_STEPS);
       allocated_bytes = 0;
       for (size_t size : REALLOC_STEPS)

@@ -1,0 +1,171 @@
+// Out of memory: every entry point fails cleanly (NULL and ENOMEM, or
+// std::bad_alloc), the profiler drops and counts its samples, and the
+// program frees and continues.  The checks run in a child re-executed
+// under RLIMIT_AS: the arena, reserved at start-up, is then the smallest
+// the allocator takes (4 GiB), and the child fills it with large blocks it
+// never touches, so this costs address space, not memory.
+#include "death.h"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <malloc.h>
+#include <new>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" uint64_t snmalloc_profile_samples_dropped(void) __attribute__((weak));
+
+using hardening_test::hide;
+
+namespace
+{
+  // Room for the smallest arena (4 GiB, reserved as 8 GiB to align it) and
+  // the rest of the process, not for the next arena size down from 16 TiB.
+  constexpr rlim_t LIMIT = (rlim_t(8) << 30) + (rlim_t(768) << 20);
+  constexpr size_t MiB = size_t(1) << 20;
+  // A class no start-up code uses, so no cached free object serves it.
+  constexpr size_t UNUSED_CLASS_SIZE = 50000;
+
+  void* held[1 << 16];
+  size_t held_count = 0;
+
+  // Take every block there is, halving the size down to one chunk.
+  void exhaust()
+  {
+    for (size_t size = size_t(1) << 30; size >= (size_t(16) << 10); size /= 2)
+    {
+      while (held_count < sizeof(held) / sizeof(held[0]))
+      {
+        void* p = std::malloc(size);
+        if (p == nullptr)
+          break;
+        held[held_count++] = p;
+      }
+    }
+  }
+
+  void release()
+  {
+    while (held_count > 0)
+      std::free(held[--held_count]);
+  }
+
+  // What went wrong while memory was exhausted, reported once it is not:
+  // the test framework allocates to report.
+  struct Problem
+  {
+    const char* what;
+    size_t size;
+  };
+  Problem problems[256];
+  size_t problem_count = 0;
+
+  void note(bool ok, const char* what, size_t size)
+  {
+    if (!ok && problem_count < sizeof(problems) / sizeof(problems[0]))
+      problems[problem_count++] = {what, size};
+  }
+
+  // The call returned NULL and set ENOMEM.
+  template<typename F>
+  void check_fails(const char* what, size_t size, F f)
+  {
+    errno = 0;
+    void* p = f();
+    note(p == nullptr && errno == ENOMEM, what, size);
+    std::free(p);
+  }
+
+  template<typename F>
+  void check_throws_bad_alloc(const char* what, size_t size, F f)
+  {
+    bool thrown = false;
+    try
+    {
+      f();
+    }
+    catch (const std::bad_alloc&)
+    {
+      thrown = true;
+    }
+    note(thrown, what, size);
+  }
+
+  void* first_call_on_thread(void*)
+  {
+    check_fails("malloc, a thread's first call", MiB, [] { return std::malloc(MiB); });
+    return nullptr;
+  }
+} // namespace
+
+TEST_CASE("out of memory (child)", "[.oom]")
+{
+  void* small = std::malloc(100);
+  std::memset(small, 0x5a, 100);
+  exhaust();
+  REQUIRE(held_count > 0);
+
+  for (size_t size : {UNUSED_CLASS_SIZE, MiB})
+  {
+    check_fails("malloc", size, [&] { return std::malloc(size); });
+    check_fails("calloc", size, [&] { return std::calloc(1, size); });
+    check_fails("realloc", size, [&] { return std::realloc(hide(small), size); });
+    check_fails("realloc(NULL)", size, [&] { return std::realloc(nullptr, size); });
+    check_fails("reallocarray", size, [&] { return ::reallocarray(nullptr, size, 1); });
+    check_fails("aligned_alloc", size, [&] { return std::aligned_alloc(4096, size); });
+    check_fails("memalign", size, [&] { return ::memalign(4096, size); });
+    check_fails("valloc", size, [&] { return ::valloc(size); });
+    check_fails("pvalloc", size, [&] { return ::pvalloc(size); });
+    void* p = &p;
+    note(::posix_memalign(&p, 4096, size) == ENOMEM && p == &p, "posix_memalign", size);
+    check_throws_bad_alloc("new", size, [&] { hide(::operator new(size)); });
+    check_throws_bad_alloc("new[]", size, [&] { hide(::operator new[](size)); });
+    check_throws_bad_alloc(
+      "aligned new", size, [&] { hide(::operator new(size, std::align_val_t(4096))); });
+    note(::operator new(size, std::nothrow) == nullptr, "new(nothrow)", size);
+    note(::operator new[](size, std::nothrow) == nullptr, "new[](nothrow)", size);
+  }
+  // A failed realloc leaves the block as it was.
+  note(static_cast<unsigned char*>(small)[99] == 0x5a, "block kept by realloc", 100);
+  note(::malloc_usable_size(small) >= 100, "malloc_usable_size", 100);
+
+  pthread_t thread;
+  note(::pthread_create(&thread, nullptr, first_call_on_thread, nullptr) == 0, "pthread_create", 0);
+  ::pthread_join(thread, nullptr);
+
+  const char* env = std::getenv("SNMALLOC_PROFILE");
+  bool sampling_all = env != nullptr && std::strcmp(env, "rate=1") == 0;
+  if (snmalloc_profile_samples_dropped != nullptr && sampling_all)
+    note(snmalloc_profile_samples_dropped() > 0, "samples dropped", 0);
+
+  // Free, and carry on.
+  release();
+  for (size_t i = 0; i < problem_count; i++)
+    FAIL_CHECK(problems[i].what << " of " << problems[i].size << " bytes");
+  void* big = std::malloc(MiB);
+  void* medium = std::malloc(UNUSED_CLASS_SIZE);
+  REQUIRE(big != nullptr);
+  REQUIRE(medium != nullptr);
+  std::memset(big, 1, MiB);
+  std::memset(medium, 2, UNUSED_CLASS_SIZE);
+  std::free(big);
+  std::free(medium);
+  std::free(small);
+  // The parent's proof that this ran (an unknown test name exits with 0).
+  if (problem_count == 0)
+    ::_exit(hardening_test::RAN_CLEAN);
+}
+
+TEST_CASE("every entry point fails cleanly when memory runs out", "[oom]")
+{
+  CHECK(hardening_test::reexec_ran_clean("out of memory (child)", [] {
+    rlimit limit{LIMIT, LIMIT};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0)
+      ::_exit(126);
+  }));
+}
