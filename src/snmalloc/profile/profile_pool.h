@@ -117,6 +117,11 @@ namespace snmalloc::profile
     // only when it lies in p's own pool block.
     static SampleRecord* live_record_of(void* p)
     {
+      // Every sampled object is 16-byte aligned, and so is its record: an
+      // unaligned p is no object, and reading "its record" would be a
+      // misaligned access.
+      if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
+        report_bad_free(BadFree::Interior, p);
       const PagemapEntry& e = pagemap.entry_of(p);
       if (tag_payload(e.get_owner()) == 0)
       {
