@@ -236,21 +236,25 @@ namespace snmalloc
     }
 
     // A large object resized: in place where its run allows, except where
-    // the profiler wants it sampled (see growth_is_sampled).  A sampled one
-    // moves whenever its run would change, as a new allocation does.
+    // the added bytes hold a sample point (see growth_is_sampled).  A
+    // sampled one shrinks by moving: its weight stands for the larger size
+    // it was sampled at.
     inline bool resize_large_in_place(void* p, size_t usable, size_t size)
     {
       size_t bytes = large_size(size);
       if (bytes == usable)
         return true;
       bool sampled = tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Sampled;
-      if (bytes > usable)
-      {
-        Alloc* core = local_cache.core;
-        if (core != nullptr && core->profile().growth_is_sampled(bytes - usable, sampled))
-          return false;
-      }
-      return !sampled && large_run::resize_in_place(p, size);
+      if (bytes < usable)
+        return !sampled && large_run::resize_in_place(p, size);
+      Alloc* core = local_cache.core;
+      if (core != nullptr && core->profile().growth_is_sampled(bytes - usable))
+        return false;
+      if (!large_run::resize_in_place(p, size))
+        return false;
+      if (sampled)
+        Profiler::resized_sampled(p, bytes);
+      return true;
     }
 
     // Can `p`, of usable size `usable`, hold `size` bytes without moving?

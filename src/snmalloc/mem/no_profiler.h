@@ -11,8 +11,9 @@
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
-//   CoreState::growth_is_sampled(..)     realloc grows a large object: must
+//   CoreState::growth_is_sampled(bytes)  realloc grows a large object: must
 //                                        it move to a sampled allocation?
+//   resized_sampled(p, bytes)            a sampled large object grew in place
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 // The malloc and free fast paths call none of them.
 
@@ -26,7 +27,7 @@ namespace snmalloc
 
     struct CoreState
     {
-      static bool growth_is_sampled(size_t, bool)
+      static bool growth_is_sampled(size_t)
       {
         return false;
       }
@@ -49,5 +50,7 @@ namespace snmalloc
     {
       return 0;
     }
+
+    static void resized_sampled(void*, size_t) {}
   };
 } // namespace snmalloc

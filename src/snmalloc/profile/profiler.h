@@ -153,17 +153,15 @@ namespace snmalloc::profile
 
       // realloc grows a large object by `added` bytes.  Those bytes are
       // allocated, so they count down to the next sample point; if they hold
-      // one, or the object is sampled already, it moves to a sampled
-      // allocation of its new size instead of growing in place.  So an
+      // one, the object moves to a sampled allocation of its new size
+      // (recorded at the realloc, like any allocation) instead of growing in
+      // place.  An object already sampled stays sampled either way.  So an
       // object of s bytes, however it grew, is sampled with probability
-      // 1 - exp(-s/R), as its weight assumes: a buffer grown from small to
-      // huge is not missed, and each growth of a sampled one is recorded as
-      // an allocation, as a move would be.
-      bool growth_is_sampled(size_t added, bool sampled)
+      // 1 - exp(-s/R), as its weight assumes, and a buffer grown from small
+      // to huge in place is not missed.
+      bool growth_is_sampled(size_t added)
       {
-        if (!sampler_.refresh())
-          return false;
-        if (!sampled && !sampler_.large_contains_point(added))
+        if (!sampler_.refresh() || !sampler_.large_contains_point(added))
           return false;
         sample_next_large_ = true;
         return true;
@@ -198,6 +196,14 @@ namespace snmalloc::profile
     SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
     {
       return ProfilePool::record_of(p)->allocated_size;
+    }
+
+    // A sampled large object grew in place: the dump weighs it by its new
+    // size (see growth_is_sampled); its stack-table entry keeps the size it
+    // was sampled at.
+    static void resized_sampled(void* p, size_t bytes)
+    {
+      ProfilePool::record_of(p)->allocated_size = bytes;
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
