@@ -235,25 +235,24 @@ namespace snmalloc
       counter.fetch_add(n, std::memory_order_relaxed);
     }
 
-    // A large object resized: in place where its run allows, except where
-    // the added bytes hold a sample point (see growth_is_sampled).  A
-    // sampled one shrinks by moving: its weight stands for the larger size
-    // it was sampled at.
-    inline bool resize_large_in_place(void* p, size_t usable, size_t size)
+    // A large object resized in place where its run allows.  Growth is
+    // allocation, which the profiler counts (CoreState::grew_in_place); out
+    // of line, so the stack it may capture is cut here.  A sampled object
+    // shrinks by moving: its weight stands for the larger size it was
+    // sampled at.
+    SNMALLOC_SLOW_PATH inline bool resize_large_in_place(void* p, size_t usable, size_t size)
     {
+      Profiler::entered_slow_path(__builtin_return_address(0));
       size_t bytes = large_size(size);
       if (bytes == usable)
         return true;
       bool sampled = tag_kind(pagemap.entry_of(p).get_owner()) == ChunkKind::Sampled;
       if (bytes < usable)
         return !sampled && large_run::resize_in_place(p, size);
-      Alloc* core = local_cache.core;
-      if (core != nullptr && core->profile().growth_is_sampled(bytes - usable))
-        return false;
       if (!large_run::resize_in_place(p, size))
         return false;
-      if (sampled)
-        Profiler::resized_sampled(p, bytes);
+      if (Alloc* core = local_cache.core)
+        core->profile().grew_in_place(p, size, bytes - usable, bytes, sampled);
       return true;
     }
 

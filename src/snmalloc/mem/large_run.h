@@ -119,6 +119,14 @@ namespace snmalloc
       return true;
     }
 
+    // Make the run at `base` a run of `kind` named by `meta`, as it stands
+    // (a large object that becomes a sampled one, or back).
+    inline void retag(void* base, ChunkKind kind, uintptr_t meta)
+    {
+      uintptr_t tag = pagemap.entry_of(base).get_owner();
+      set_tag(base, kind, bytes_of_tag(tag), tag_payload(tag) & MOVED, meta);
+    }
+
     // Move the first `bytes` of run `from` into run `to` by remapping its
     // pages; false (nothing moved) below the threshold or when the kernel
     // cannot.  `from` then reads as zero.
@@ -129,8 +137,8 @@ namespace snmalloc
       bytes = bits::align_up(bytes, Pal::PAGE_SIZE);
       if (!Pal::move_pages(from, to, bytes))
         return false;
-      uintptr_t tag = pagemap.entry_of(to).get_owner();
-      set_tag(to, tag_kind(tag), bytes_of_tag(tag), MOVED, pagemap.entry_of(to).get_meta());
+      const PagemapEntry& e = pagemap.entry_of(to);
+      set_tag(to, tag_kind(e.get_owner()), bytes_of_tag(e.get_owner()), MOVED, e.get_meta());
       return true;
     }
   } // namespace large_run

@@ -11,9 +11,8 @@
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
-//   CoreState::growth_is_sampled(bytes)  realloc grows a large object: must
-//                                        it move to a sampled allocation?
-//   resized_sampled(p, bytes)            a sampled large object grew in place
+//   CoreState::grew_in_place(..)         realloc grew a large run in place:
+//                                        count the bytes, maybe sample it
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 // The malloc and free fast paths call none of them.
 
@@ -27,10 +26,7 @@ namespace snmalloc
 
     struct CoreState
     {
-      static bool growth_is_sampled(size_t)
-      {
-        return false;
-      }
+      static void grew_in_place(void*, size_t, size_t, size_t, bool) {}
 
       template<typename Core>
       void flush(Core&)
@@ -50,7 +46,5 @@ namespace snmalloc
     {
       return 0;
     }
-
-    static void resized_sampled(void*, size_t) {}
   };
 } // namespace snmalloc

@@ -101,6 +101,26 @@ namespace snmalloc::profile
       return r;
     }
 
+    // A record for the large run `run` as it stands, which becomes a
+    // sampled object; nullptr if memory is exhausted.
+    SampleRecord* adopt_run(void* run)
+    {
+      void* block = alloc_block(sizeof(SampleRecord));
+      if (block == nullptr)
+        return nullptr;
+      SampleRecord* r = new_record(block, run, 0);
+      large_run::retag(run, ChunkKind::Sampled, reinterpret_cast<uintptr_t>(r));
+      return r;
+    }
+
+    // Give back the record of a large sampled run that stays (replaced by
+    // adopt_run's).
+    void dealloc_record(SampleRecord* record)
+    {
+      record->mark_freed();
+      dealloc_block(record);
+    }
+
     // The record of a pool object (whose chunk's entry is tagged Sampled).
     static SampleRecord* record_of(const void* object)
     {

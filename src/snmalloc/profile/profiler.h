@@ -30,12 +30,14 @@ namespace snmalloc::profile
     return cached_thread_id;
   }
 
-  // Record a sample: stack, stack-table entry, pool block, list entry.
+  // Record a sample: stack, stack-table entry, a record from `place` (a
+  // pool block with the object, or one for a run that stays), list entry.
   // nullptr when this thread is already inside the profiler or memory is
   // exhausted (a dropped sample, counted); the caller then serves the
   // allocation normally.
-  SNMALLOC_SLOW_PATH inline void* take_sample(
-    SampleList& list, size_t requested, size_t size, size_t align, bool zero, size_t interval)
+  template<typename Place>
+  SNMALLOC_SLOW_PATH SampleRecord* record_sample(
+    SampleList& list, size_t requested, size_t size, size_t interval, Place&& place)
   {
     if (in_profiler)
       return nullptr;
@@ -44,7 +46,7 @@ namespace snmalloc::profile
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(size, interval);
     uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
-    SampleRecord* r = id == StackTable::NO_ID ? nullptr : profile_pool.alloc(size, align, zero);
+    SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
     {
       settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -63,7 +65,24 @@ namespace snmalloc::profile
     }
     list.insert(r);
     emit_event(EventKind::Alloc, r);
-    return r->object;
+    return r;
+  }
+
+  // A new sampled object from the profile pool; nullptr as above.
+  inline void* take_sample(
+    SampleList& list, size_t requested, size_t size, size_t align, bool zero, size_t interval)
+  {
+    SampleRecord* r = record_sample(list, requested, size, interval, [&] {
+      return profile_pool.alloc(size, align, zero);
+    });
+    return r == nullptr ? nullptr : r->object;
+  }
+
+  // A sampled object's end, as at a free: out of its list, the event told.
+  inline void unlist(SampleRecord* r)
+  {
+    emit_event(EventKind::Free, r);
+    r->list->remove(r);
   }
 
   struct Profiler
@@ -74,9 +93,6 @@ namespace snmalloc::profile
     {
       Sampler sampler_;
       Batch held_[NUM_SMALL_CLASSES];
-      // A realloc's in-place growth held a sample point: its next large
-      // allocation, the object's new place, is the sample.
-      bool sample_next_large_ = false;
       SampleList samples_;
 
       template<typename Core>
@@ -145,26 +161,40 @@ namespace snmalloc::profile
         if (!sampler_.refresh())
           return nullptr;
         size_t s = large_size(size);
-        if (!sample_next_large_ && !sampler_.large_contains_point(s))
+        if (!sampler_.large_contains_point(s))
           return nullptr;
-        sample_next_large_ = false;
         return take_sample(samples_, size, s, align, zero, sampler_.interval());
       }
 
-      // realloc grows a large object by `added` bytes.  Those bytes are
-      // allocated, so they count down to the next sample point; if they hold
-      // one, the object moves to a sampled allocation of its new size
-      // (recorded at the realloc, like any allocation) instead of growing in
-      // place.  An object already sampled stays sampled either way.  So an
-      // object of s bytes, however it grew, is sampled with probability
-      // 1 - exp(-s/R), as its weight assumes, and a buffer grown from small
-      // to huge in place is not missed.
-      bool growth_is_sampled(size_t added)
+      // realloc grew the large run at `p` in place by `added` bytes, to
+      // `bytes`.  The added bytes are allocated, so they count down to the
+      // next sample point; if they hold one, the object becomes a sample
+      // where it stands (a large object's record is out of band), recorded
+      // at the realloc as a new allocation of its new size, and a sampled
+      // one's old record goes as at a free.  Otherwise a sampled object just
+      // takes its new size.  So an object of s bytes, however it grew, is
+      // sampled with probability 1 - exp(-s/R), as its weight assumes, and a
+      // buffer grown from small to huge in place is not missed.  (A move
+      // instead is a new allocation, sampled afresh for the whole size: the
+      // same probability.)
+      void grew_in_place(void* p, size_t requested, size_t added, size_t bytes, bool sampled)
       {
-        if (!sampler_.refresh() || !sampler_.large_contains_point(added))
-          return false;
-        sample_next_large_ = true;
-        return true;
+        SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
+        if (sampler_.refresh() && sampler_.large_contains_point(added))
+        {
+          SampleRecord* r = record_sample(samples_, requested, bytes, sampler_.interval(), [&] {
+            return profile_pool.adopt_run(p);
+          });
+          if (r != nullptr && old != nullptr)
+          {
+            unlist(old);
+            profile_pool.dealloc_record(old);
+          }
+          if (r != nullptr)
+            return;
+        }
+        if (old != nullptr)
+          old->allocated_size = bytes;
       }
 
       // Thread exit: held-back objects return to their slabs.  The sample
@@ -188,22 +218,17 @@ namespace snmalloc::profile
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
       SampleRecord* r = ProfilePool::live_record_of(p);
-      emit_event(EventKind::Free, r);
-      r->list->remove(r);
+      unlist(r);
       profile_pool.dealloc(r);
     }
 
+    // A large sampled run's own tag says its size, also after it grew in
+    // place on a thread with no allocator (whose profile state could not
+    // count it).
     SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
     {
-      return ProfilePool::record_of(p)->allocated_size;
-    }
-
-    // A sampled large object grew in place: the dump weighs it by its new
-    // size (see growth_is_sampled); its stack-table entry keeps the size it
-    // was sampled at.
-    static void resized_sampled(void* p, size_t bytes)
-    {
-      ProfilePool::record_of(p)->allocated_size = bytes;
+      const SampleRecord* r = ProfilePool::record_of(p);
+      return r->lead == 0 ? large_run::bytes(p) : r->allocated_size;
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
