@@ -44,6 +44,7 @@ namespace snmalloc
 
   private:
     uint32_t heads_[MAX_ORDER + 1] = {};
+    uint32_t tails_[MAX_ORDER + 1] = {};
     size_t frontier_ = 0; // chunks carved so far
     size_t dirty_chunks_ = 0;
     Arena* arena_ = nullptr;
@@ -82,15 +83,30 @@ namespace snmalloc
         (uintptr_t(prev) << 32) | next, std::memory_order_relaxed);
     }
 
-    void insert(size_t index, size_t order, uintptr_t flags)
+    // Freed blocks go to the front of their list and are reused first; the
+    // tails cut off runs go to the back, so that they stay free as long as
+    // possible and merge back when their run is freed.
+    void insert(size_t index, size_t order, uintptr_t flags, bool at_back = false)
     {
       bool dirty = (flags & DIRTY) != 0;
-      uint32_t head = heads_[order];
       at(index).owner.store(free_tag(order, flags), std::memory_order_relaxed);
-      set_links(index, NONE, head);
-      if (head != NONE)
-        set_links(head, uint32_t(index), next_of(head));
-      heads_[order] = uint32_t(index);
+      if (at_back && tails_[order] != NONE)
+      {
+        uint32_t tail = tails_[order];
+        set_links(index, tail, NONE);
+        set_links(tail, prev_of(tail), uint32_t(index));
+        tails_[order] = uint32_t(index);
+      }
+      else
+      {
+        uint32_t head = heads_[order];
+        set_links(index, NONE, head);
+        if (head != NONE)
+          set_links(head, uint32_t(index), next_of(head));
+        else
+          tails_[order] = uint32_t(index);
+        heads_[order] = uint32_t(index);
+      }
       if (dirty)
         dirty_chunks_ += size_t(1) << order;
     }
@@ -106,6 +122,8 @@ namespace snmalloc
         set_links(prev, prev_of(prev), next);
       if (next != NONE)
         set_links(next, prev, next_of(next));
+      else
+        tails_[order] = prev;
       at(index).set(0, 0);
       if (dirty)
         dirty_chunks_ -= size_t(1) << order;
@@ -179,6 +197,8 @@ namespace snmalloc
       arena_ = arena;
       for (auto& h : heads_)
         h = NONE;
+      for (auto& t : tails_)
+        t = NONE;
     }
 
     size_t dirty_bytes() const
@@ -220,7 +240,7 @@ namespace snmalloc
         uintptr_t flags = b.dirty ? DIRTY : 0;
         for_each_aligned_block(
           b.index + chunks, b.index + (size_t(1) << order),
-          [&](size_t i, size_t o) { insert(i, o, flags); });
+          [&](size_t i, size_t o) { insert(i, o, flags, true); });
       }
       return b;
     }
