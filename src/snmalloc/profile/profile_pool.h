@@ -113,8 +113,8 @@ namespace snmalloc::profile
       return r;
     }
 
-    // Give back the record of a large sampled run that stays (replaced by
-    // adopt_run's).
+    // Give back the record of a large sampled run (freed, or staying with a
+    // record from adopt_run).
     void dealloc_record(SampleRecord* record)
     {
       record->mark_freed();
@@ -162,14 +162,14 @@ namespace snmalloc::profile
     void dealloc(SampleRecord* record)
     {
       void* object = record->object;
-      record->mark_freed();
-      if (record->lead != 0)
+      if (record->lead == 0)
       {
-        dealloc_block(static_cast<char*>(object) - record->lead);
+        large_run::dealloc(object);
+        dealloc_record(record);
         return;
       }
-      large_run::dealloc(object);
-      dealloc_block(record);
+      record->mark_freed();
+      dealloc_block(static_cast<char*>(object) - record->lead);
     }
 
     void prefork() noexcept

@@ -102,6 +102,13 @@ namespace snmalloc::profile
         b = {};
       }
 
+      // Large allocations count down on their slow path: do `bytes` more
+      // hold the next sample point?
+      bool large_holds_point(size_t bytes)
+      {
+        return sampler_.refresh() && sampler_.large_contains_point(bytes);
+      }
+
     public:
       bool sample_due(sizeclass_t sc) const
       {
@@ -158,10 +165,8 @@ namespace snmalloc::profile
       template<typename Core>
       SNMALLOC_SLOW_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
       {
-        if (!sampler_.refresh())
-          return nullptr;
         size_t s = large_size(size);
-        if (!sampler_.large_contains_point(s))
+        if (!large_holds_point(s))
           return nullptr;
         return take_sample(samples_, size, s, align, zero, sampler_.interval());
       }
@@ -180,18 +185,17 @@ namespace snmalloc::profile
       void grew_in_place(void* p, size_t requested, size_t added, size_t bytes, bool sampled)
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
-        if (sampler_.refresh() && sampler_.large_contains_point(added))
+        if (large_holds_point(added) &&
+            record_sample(samples_, requested, bytes, sampler_.interval(), [&] {
+              return profile_pool.adopt_run(p);
+            }) != nullptr)
         {
-          SampleRecord* r = record_sample(samples_, requested, bytes, sampler_.interval(), [&] {
-            return profile_pool.adopt_run(p);
-          });
-          if (r != nullptr && old != nullptr)
+          if (old != nullptr)
           {
             unlist(old);
             profile_pool.dealloc_record(old);
           }
-          if (r != nullptr)
-            return;
+          return;
         }
         if (old != nullptr)
           old->allocated_size = bytes;
