@@ -6,8 +6,8 @@
 #if SNMALLOC_PROFILE
 #  include "malloc.h"
 #  include "new.h"
-#  include "../profile/auto_dump.h"
-#  include "../profile/c_api.h"
+#  include "auto_dump.h"
+#  include "c_api.h"
 
 // At library initialisation, before main(): tell the profiler which
 // functions are allocation entry points (so their frames are never part of

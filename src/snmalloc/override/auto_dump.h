@@ -16,8 +16,8 @@
 // non-blocking, so a handler never waits on a full pipe (a byte already
 // pending asks for the same dump); both ends close on exec.
 
-#include "control.h"
-#include "env_config.h"
+#include "../profile/control.h"
+#include "../profile/env_config.h"
 
 #include <cstdlib>
 #include <fcntl.h>

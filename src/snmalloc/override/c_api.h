@@ -2,7 +2,7 @@
 // Layer profile: the definitions of the C API declared in
 // snmalloc/snmalloc_profile.h.
 #include "../snmalloc_profile.h"
-#include "control.h"
+#include "../profile/control.h"
 
 namespace snmalloc::profile::c_api_detail
 {
