@@ -27,6 +27,9 @@ namespace snmalloc
     // overstate it (a freed block merged with a clean buddy is flagged
     // dirty whole), so the hard limit is judged on this instead.
     size_t free_resident_ = 0;
+    // Chunks handed out (runs and metadata blocks), for the statistics.
+    size_t in_use_bytes_ = 0;
+    size_t meta_bytes_ = 0;
 
     void less_free_resident(size_t bytes) noexcept
     {
@@ -100,6 +103,7 @@ namespace snmalloc
         return {};
       if (b.dirty)
         less_free_resident(bytes);
+      in_use_bytes_ += bytes;
       return_memory_locked();
       return {pagemap.chunk_address(b.index), !b.dirty};
     }
@@ -113,6 +117,7 @@ namespace snmalloc
       buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
       if (!clean)
         free_resident_ += bytes;
+      in_use_bytes_ -= bytes;
       return_memory_locked();
     }
 
@@ -127,6 +132,7 @@ namespace snmalloc
         return false;
       if (dirty)
         less_free_resident(new_bytes - bytes);
+      in_use_bytes_ += new_bytes - bytes;
       return true;
     }
 
@@ -157,6 +163,8 @@ namespace snmalloc
         pagemap.entries[b.index].set(make_tag(ChunkKind::Meta, 0), 0);
         meta_cursor_ = reinterpret_cast<uintptr_t>(base);
         meta_end_ = meta_cursor_ + block;
+        in_use_bytes_ += block;
+        meta_bytes_ += block;
       }
       void* p = reinterpret_cast<void*>(meta_cursor_);
       meta_cursor_ += size;
@@ -171,6 +179,19 @@ namespace snmalloc
       FreeObject* f = FreeObject::from(p);
       f->set_next(meta_recycled_[bucket]);
       meta_recycled_[bucket] = f;
+    }
+
+    struct Usage
+    {
+      size_t in_use_bytes; // chunks handed out, metadata blocks included
+      size_t meta_bytes; // metadata blocks (slab descriptors, allocators)
+      size_t dirty_free_bytes; // free chunks whose pages may be resident
+    };
+
+    Usage usage() noexcept
+    {
+      LockGuard g(lock_);
+      return {in_use_bytes_, meta_bytes_, initialised_ ? buddy_.dirty_bytes() : 0};
     }
 
     // fork(): hold the lock across the fork so the child sees consistent lists.

@@ -1,5 +1,6 @@
 #pragma once
 // Umbrella of layer global: thread-local allocators, the allocator pool,
 // thread exit and fork handling, and the C++ front (alloc, dealloc,
-// alloc_size, aligned variants).
+// alloc_size, aligned variants), the heap statistics (stats.h).
 #include "api.h"
+#include "stats.h"

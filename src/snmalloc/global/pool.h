@@ -40,6 +40,16 @@ namespace snmalloc
       free_ = c;
     }
 
+    // Apply f to each allocator no thread holds, under the lock, so that
+    // none is taken meanwhile.
+    template<typename F>
+    void for_each_idle(F&& f) noexcept
+    {
+      LockGuard g(lock_);
+      for (Core* c = free_; c != nullptr; c = c->next_in_pool)
+        f(*c);
+    }
+
     void prefork() noexcept
     {
       lock_.lock();

@@ -19,6 +19,7 @@
 //        -> dealloc_remote              other allocator: batch, post
 //        -> large_run::dealloc / Profiler::dealloc_sampled
 
+#include "heap_counts.h"
 #include "large_run.h"
 #include "local_cache.h"
 #include "no_profiler.h"
@@ -41,6 +42,7 @@ namespace snmalloc
     SlabList available_[NUM_SMALL_CLASSES];
     RemoteCache remote_;
     typename Profiler::CoreState profile_;
+    HeapCounts counts_;
 
     SlabMeta* new_slab(sizeclass_t sc)
     {
@@ -56,6 +58,7 @@ namespace snmalloc
       }
       SlabMeta* meta = new (m) SlabMeta();
       meta->init(c.base, sc);
+      counts_.slab_created(sc);
       set_chunk_entries(
         c.base, slab_size, owner_value_, reinterpret_cast<uintptr_t>(meta));
       return meta;
@@ -65,6 +68,8 @@ namespace snmalloc
     {
       void* base = reinterpret_cast<void*>(meta->base);
       size_t size = meta->slab_size();
+      counts_.recount(meta);
+      counts_.slab_released(meta->sizeclass);
       set_chunk_entries(base, size, 0, 0);
       backend.dealloc_chunks(base, size);
       backend.dealloc_meta(meta, sizeof(SlabMeta));
@@ -97,6 +102,7 @@ namespace snmalloc
         available_[sc].insert(s);
       }
       Batch b = s->take_all();
+      counts_.recount(s);
       if (s->sleeping)
         available_[sc].remove(s);
       return b;
@@ -219,6 +225,12 @@ namespace snmalloc
     {
       if (remote_.add(owner, p, size))
         remote_.flush();
+    }
+
+    // Post the batches cached for other allocators now.
+    void post_remote_frees()
+    {
+      remote_.flush();
     }
 
     // Large requests: a run of whole chunks.  `zero` asks for zeroed memory.

@@ -20,7 +20,7 @@
 // pages are replaced by a fresh mapping that merges back.  The threshold
 // bounds that count by the live heap: at most one moved run per MiB.
 
-#include "../backend/backend.h"
+#include "heap_counts.h"
 
 namespace snmalloc
 {
@@ -72,6 +72,7 @@ namespace snmalloc
       if (zero && !c.zeroed)
         std::memset(c.base, 0, bytes);
       set_tag(c.base, kind, bytes, 0, meta);
+      heap_totals.add_large(1, int64_t(bytes));
       return c.base;
     }
 
@@ -97,7 +98,9 @@ namespace snmalloc
       PagemapEntry& e = pagemap.entry_of(base);
       uintptr_t tag = e.get_owner();
       e.set(0, 0);
-      give_back(base, bytes_of_tag(tag), (tag_payload(tag) & MOVED) != 0);
+      size_t bytes = bytes_of_tag(tag);
+      heap_totals.add_large(-1, -int64_t(bytes));
+      give_back(base, bytes, (tag_payload(tag) & MOVED) != 0);
     }
 
     // Make the run at `base` hold `size` bytes without moving it: shrink it
@@ -114,6 +117,7 @@ namespace snmalloc
       if (new_bytes > old_bytes && !backend.extend_chunks(base, old_bytes, new_bytes))
         return false;
       set_tag(base, tag_kind(tag), new_bytes, moved, e.get_meta());
+      heap_totals.add_large(0, int64_t(new_bytes) - int64_t(old_bytes));
       if (new_bytes < old_bytes)
         give_back(static_cast<char*>(base) + new_bytes, old_bytes - new_bytes, moved);
       return true;

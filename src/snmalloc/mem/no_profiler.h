@@ -14,6 +14,7 @@
 //   CoreState::grew_in_place(..)         realloc grew a large run in place:
 //                                        count the bytes, maybe sample it
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
+//   own_bytes()                          statistics: the profiler's own memory
 // The malloc and free fast paths call none of them.
 
 #include "slab_meta.h"
@@ -43,6 +44,11 @@ namespace snmalloc
     }
 
     static size_t usable_size(const void*)
+    {
+      return 0;
+    }
+
+    static size_t own_bytes()
     {
       return 0;
     }

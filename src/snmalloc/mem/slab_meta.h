@@ -74,6 +74,8 @@ namespace snmalloc
     uint32_t needed = 0;
     uint32_t untouched = 0;
     bool sleeping = false;
+    // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
+    uint32_t counted_out = 0;
     SlabMeta* prev = nullptr; // on the owner's available list while awake
     SlabMeta* next = nullptr;
     // Fixed while the slab lives, and read by other threads on every remote
@@ -87,6 +89,16 @@ namespace snmalloc
     size_t slab_size() const
     {
       return size_t(1) << sizeclasses.slab_bits[sizeclass];
+    }
+
+    // Objects not free: neither on the list nor untouched (see the top of
+    // this file).  Owner only.  A counter run past capacity by a double
+    // free reads as a full slab.
+    uint32_t objects_out() const
+    {
+      uint32_t capacity = sizeclasses.capacity[sizeclass];
+      uint32_t out = sleeping ? capacity - sizeclasses.wake_threshold[sizeclass] + needed : needed;
+      return out < capacity ? out : capacity;
     }
 
     // Does p point at the start of one of this slab's objects?  Checked on

@@ -1,5 +1,5 @@
 #pragma once
-// Layer profile: dumps nobody asked for in code: at exit and on a signal,
+// Layer override: dumps nobody asked for in code: at exit and on a signal,
 // as configured by SNMALLOC_PROFILE in the environment (env_config.h).
 //
 // A signal handler must not allocate or take locks, and a dump does both.

@@ -1,5 +1,5 @@
 #pragma once
-// Layer profile: the definitions of the C API declared in
+// Layer override: the definitions of the C API declared in
 // snmalloc/snmalloc_profile.h.
 #include "../snmalloc_profile.h"
 #include "../profile/control.h"

@@ -3,3 +3,4 @@
 #include "malloc.h"
 #include "new.h"
 #include "profile_api.h"
+#include "stats_api.h"

@@ -235,6 +235,17 @@ namespace snmalloc::profile
       return r->lead == 0 ? large_run::bytes(p) : r->allocated_size;
     }
 
+    // Memory the profiler holds for itself: the stack table and the live
+    // samples' records (which lie in profile-pool blocks, so the heap
+    // statistics count them as live bytes too).
+    static size_t own_bytes()
+    {
+      size_t samples = 0;
+      sample_lists.for_each(
+        [&](SampleList& l) { samples += l.count.load(std::memory_order_relaxed); });
+      return stack_table.os_bytes() + samples * sizeof(SampleRecord);
+    }
+
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
     // The event ring's lock first: its holder may read the stack table.
     static void prefork()

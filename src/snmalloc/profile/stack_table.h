@@ -39,10 +39,14 @@ namespace snmalloc::profile
     size_t count_ = 0;
     char* block_cursor_ = nullptr;
     char* block_end_ = nullptr;
+    std::atomic<size_t> os_bytes_{0};
 
-    static void* os_alloc(size_t bytes)
+    void* os_alloc(size_t bytes)
     {
-      return Pal::reserve_lazy_rw(bytes);
+      void* p = Pal::reserve_lazy_rw(bytes);
+      if (p != nullptr)
+        os_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      return p;
     }
 
     static uint64_t hash_of(const uintptr_t* frames, size_t depth, size_t size, size_t requested)
@@ -142,6 +146,12 @@ namespace snmalloc::profile
       e->alloc_objects += objects;
       e->alloc_bytes += bytes;
       return e->id;
+    }
+
+    // Address space taken from the OS (touched as entries fill it).
+    size_t os_bytes() const
+    {
+      return os_bytes_.load(std::memory_order_relaxed);
     }
 
     const StackEntry* get(uint32_t id)
