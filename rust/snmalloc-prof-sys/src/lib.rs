@@ -97,3 +97,41 @@ extern "C" {
     ) -> usize;
     pub fn snmalloc_profile_events_stop() -> c_int;
 }
+
+// Allocator statistics (snmalloc_stats.h).
+
+/// Small sizeclasses, 16 bytes to 64 KiB.
+pub const SNMALLOC_STATS_SIZECLASSES: usize = 44;
+
+/// One sizeclass's figures (`struct snmalloc_sizeclass_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct snmalloc_sizeclass_stats {
+    pub object_size: u64,
+    pub live_objects: u64,
+    pub slabs: u64,
+    pub slab_bytes: u64,
+}
+
+/// The heap's figures (`struct snmalloc_stats`); see snmalloc_stats.h for
+/// what each one counts.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct snmalloc_stats {
+    pub live_bytes: u64,
+    pub peak_live_bytes: u64,
+    pub small_live_bytes: u64,
+    pub large_live_bytes: u64,
+    pub large_runs: u64,
+    pub slab_bytes: u64,
+    pub resident_bytes: u64,
+    pub meta_bytes: u64,
+    pub profiler_bytes: u64,
+    pub sizeclass_count: u64,
+    pub sizeclasses: [snmalloc_sizeclass_stats; SNMALLOC_STATS_SIZECLASSES],
+}
+
+extern "C" {
+    /// EINVAL for a null pointer.
+    pub fn snmalloc_stats(out: *mut snmalloc_stats) -> c_int;
+}

@@ -20,7 +20,8 @@
 //!
 //! [`profile`] starts and stops sampling, writes pprof heap profiles, and
 //! gives the raw samples: a [`profile::snapshot`] of the live ones and an
-//! [`profile::EventReader`] stream of births and deaths.
+//! [`profile::EventReader`] stream of births and deaths.  [`stats()`]
+//! gives the allocator's statistics (live and peak bytes, per sizeclass).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::{c_void, CStr};
@@ -29,6 +30,9 @@ use std::ptr;
 use snmalloc_prof_sys as sys;
 
 pub mod profile;
+pub mod stats;
+
+pub use stats::stats;
 
 /// Every object the allocator hands out is aligned to at least this many
 /// bytes (its smallest sizeclass is 16 bytes and objects are naturally
