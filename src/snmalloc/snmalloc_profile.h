@@ -27,6 +27,11 @@ int snmalloc_profile_set_max_depth(size_t depth);
 /* Write a gzipped pprof heap profile; to a temporary file renamed into place. */
 int snmalloc_profile_dump(const char* path);
 int snmalloc_profile_dump_fd(int fd);
+/* The same, of the peak-heap profile: the live heap as it was when the
+   estimated live heap was highest (within a 32nd of it, plus sampling
+   error); its alloc_* figures are those of now. */
+int snmalloc_profile_dump_peak(const char* path);
+int snmalloc_profile_dump_peak_fd(int fd);
 
 /* One sampled object. */
 struct snmalloc_profile_sample

@@ -73,6 +73,9 @@ extern "C" {
     pub fn snmalloc_profile_set_max_depth(depth: usize) -> c_int;
     pub fn snmalloc_profile_dump(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_fd(fd: c_int) -> c_int;
+    /// The peak-heap profile, to a path or a descriptor.
+    pub fn snmalloc_profile_dump_peak(path: *const c_char) -> c_int;
+    pub fn snmalloc_profile_dump_peak_fd(fd: c_int) -> c_int;
 
     // Snapshot of the live samples.
     pub fn snmalloc_profile_snapshot_take(out: *mut *mut snmalloc_profile_snapshot) -> c_int;

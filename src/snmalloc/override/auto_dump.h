@@ -84,7 +84,11 @@ namespace snmalloc::profile
 
     static void at_exit()
     {
-      instance().dump_now();
+      AutoDump& self = instance();
+      if (self.config_.dump_at_exit)
+        self.dump_now();
+      if (self.config_.peak_path[0] != '\0')
+        self.dump_peak_now();
     }
 
     bool start_signal_thread()
@@ -118,20 +122,33 @@ namespace snmalloc::profile
       return single;
     }
 
-    // Write the next numbered profile to the configured path.
-    DumpResult dump_now()
+    // Write a profile (`write` is dump or dump_peak) to `pattern` expanded
+    // with the next sequence number; a failure is reported on stderr.
+    DumpResult dump_numbered(const char* pattern, DumpResult (*write)(const char*))
     {
       char path[PATH_CAPACITY];
       unsigned long seq = sequence_.fetch_add(1);
-      if (!expand_dump_path(config_.path, seq, path, sizeof(path)))
+      if (!expand_dump_path(pattern, seq, path, sizeof(path)))
       {
-        report(config_.path, {ENAMETOOLONG});
+        report(pattern, {ENAMETOOLONG});
         return {ENAMETOOLONG};
       }
-      DumpResult r = dump(path);
+      DumpResult r = write(path);
       if (!r.ok())
         report(path, r);
       return r;
+    }
+
+    // Write the next numbered profile to the configured path.
+    DumpResult dump_now()
+    {
+      return dump_numbered(config_.path, [](const char* path) { return dump(path); });
+    }
+
+    // Write the peak-heap profile to the configured peak path.
+    DumpResult dump_peak_now()
+    {
+      return dump_numbered(config_.peak_path, [](const char* path) { return dump_peak(path); });
     }
 
     // Read SNMALLOC_PROFILE and act on it.  Called once at start-up.
@@ -142,7 +159,7 @@ namespace snmalloc::profile
         return;
       set_max_depth(config_.depth);
       start(config_.rate);
-      if (config_.dump_at_exit)
+      if (config_.dump_at_exit || config_.peak_path[0] != '\0')
         std::atexit(at_exit);
       if (config_.dump_signal != 0 && !start_signal_thread())
       {

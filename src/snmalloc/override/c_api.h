@@ -63,6 +63,16 @@ extern "C"
     return snmalloc::profile::dump(fd).error;
   }
 
+  SNMALLOC_EXPORT int snmalloc_profile_dump_peak(const char* path)
+  {
+    return snmalloc::profile::dump_peak(path).error;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_dump_peak_fd(int fd)
+  {
+    return snmalloc::profile::dump_peak(fd).error;
+  }
+
   SNMALLOC_EXPORT int snmalloc_profile_snapshot_take(snmalloc_profile_snapshot** out)
   {
     using namespace snmalloc::profile;

@@ -16,6 +16,7 @@
 //              unlocked.  Written to a temporary file renamed into place,
 //              so readers never see half a profile.  Returns the errno of
 //              what failed, never aborts.
+//   dump_peak(path)  the same, of the live heap as it was at its peak.
 
 #include "dump_file.h"
 #include "pprof_encoder.h"
@@ -91,34 +92,48 @@ namespace snmalloc::profile
 
   namespace detail
   {
-    inline std::vector<uint8_t> encode_current_profile()
+    // A profile of `live` as the in-use figures, stamped with `when`.
+    inline std::vector<uint8_t> encode_profile(const std::vector<SampleView>& live, int64_t when)
     {
-      Buckets b = aggregate(snapshot_live_samples());
-      int64_t now = Pal::time_ns();
+      Buckets b = aggregate(live);
       int64_t started = settings.start_time_ns.load();
       size_t r = settings.interval.load();
       ProfileHeader header{
         r != 0 ? r : DEFAULT_INTERVAL,
-        now,
-        started != 0 ? now - started : 0,
+        when,
+        started != 0 && when > started ? when - started : 0,
         settings.samples_dropped.load(std::memory_order_relaxed)};
       std::vector<uint8_t> bytes;
       encode_pprof(header, b.rows.data(), b.rows.size(), bytes);
       return bytes;
     }
+
+    inline std::vector<uint8_t> encode_current_profile()
+    {
+      return encode_profile(snapshot_live_samples(), Pal::time_ns());
+    }
+
+    // The peak-heap profile: in-use figures as at the peak, stamped with
+    // its time (now, before any peak).
+    inline std::vector<uint8_t> encode_peak_profile()
+    {
+      PeakProfile::Copy peak = peak_profile.copy();
+      return encode_profile(peak.samples, peak.time_ns != 0 ? peak.time_ns : Pal::time_ns());
+    }
   } // namespace detail
 
   namespace detail
   {
-    // Encode the current profile and hand the bytes to `write`, which
-    // returns 0 or an errno; nothing escapes as an exception.
+    // Encode a profile and hand the bytes to `write`, which returns 0 or an
+    // errno; nothing escapes as an exception.
     template<typename Write>
-    DumpResult encode_and_write(Write&& write)
+    DumpResult encode_and_write(
+      Write&& write, std::vector<uint8_t> (*encode)() = encode_current_profile)
     {
       ProfilerGuard guard;
       try
       {
-        std::vector<uint8_t> bytes = encode_current_profile();
+        std::vector<uint8_t> bytes = encode();
         return {write(bytes.data(), bytes.size())};
       }
       catch (const std::bad_alloc&)
@@ -144,5 +159,28 @@ namespace snmalloc::profile
     return detail::encode_and_write([fd](const uint8_t* data, size_t size) {
       return write_gzip_fd(fd, data, size);
     });
+  }
+
+  // The same for the peak-heap profile: the live heap as it was when the
+  // estimated live heap was highest (peak_profile.h).  Its alloc_* figures
+  // are those of now.
+  inline DumpResult dump_peak(const char* path)
+  {
+    if (path == nullptr || *path == '\0')
+      return {EINVAL};
+    return detail::encode_and_write(
+      [path](const uint8_t* data, size_t size) {
+        return write_gzip_file_atomic(path, data, size);
+      },
+      detail::encode_peak_profile);
+  }
+
+  inline DumpResult dump_peak(int fd)
+  {
+    if (fd < 0)
+      return {EBADF};
+    return detail::encode_and_write(
+      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
+      detail::encode_peak_profile);
   }
 } // namespace snmalloc::profile

@@ -3,7 +3,8 @@
 // the profiler by LD_PRELOAD and cannot call start() themselves.
 //
 //   SNMALLOC_PROFILE=rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
-//                    dump_at_exit=1,dump_on_signal=SIGUSR2
+//                    dump_at_exit=1,dump_on_signal=SIGUSR2,
+//                    peak_path=/tmp/peak.%p.pb.gz
 //
 // Setting the variable at all starts profiling (at 512 KiB unless `rate`
 // says otherwise); an empty value means all defaults.  Parsed once at
@@ -27,6 +28,8 @@ namespace snmalloc::profile
     char path[PATH_CAPACITY] = "snmalloc-heap.%p.%n.pb.gz";
     bool dump_at_exit = false;
     int dump_signal = 0;
+    // The peak-heap profile written at exit; empty: none.
+    char peak_path[PATH_CAPACITY] = "";
   };
 
   namespace env_detail
@@ -67,6 +70,15 @@ namespace snmalloc::profile
       if (v < min || v > max)
         return false;
       out = v;
+      return true;
+    }
+
+    inline bool copy_path(Text t, char (&out)[PATH_CAPACITY])
+    {
+      if (t.size == 0 || t.size >= PATH_CAPACITY)
+        return false;
+      std::memcpy(out, t.data, t.size);
+      out[t.size] = '\0';
       return true;
     }
 
@@ -138,13 +150,19 @@ namespace snmalloc::profile
       }
       else if (key.is("path"))
       {
-        if (value.size == 0 || value.size >= PATH_CAPACITY)
+        if (!copy_path(value, cfg.path))
         {
           complain("path must be non-empty and shorter than 4096 bytes, got", value);
           return false;
         }
-        std::memcpy(cfg.path, value.data, value.size);
-        cfg.path[value.size] = '\0';
+      }
+      else if (key.is("peak_path"))
+      {
+        if (!copy_path(value, cfg.peak_path))
+        {
+          complain("peak_path must be non-empty and shorter than 4096 bytes, got", value);
+          return false;
+        }
       }
       else if (key.is("dump_at_exit"))
       {

@@ -8,10 +8,12 @@
 //   record    stack_capture.h   libunwind raw return addresses
 //             stack_table.h     interned stacks + cumulative counts
 //   keep      sample_list.h     per-allocator live sample lists
+//             peak_profile.h    the live samples at the heap's peak
 //             profile_pool.h    the secondary allocator for sampled objects
 //   hooks     profiler.h        what the allocator calls
-//   snapshot  snapshot.h        copy under locks, unbias, aggregate
+//   snapshot  live_samples.h    copy under locks
+//             snapshot.h        unbias, aggregate
 //   encode    pprof_encoder.h, protobuf_writer.h, symbolize.h
 //   write     dump_file.h       gzip, temp file + rename
-//   API       control.h         start / stop / is_active / dump
+//   API       control.h         start / stop / is_active / dump / dump_peak
 #include "control.h"

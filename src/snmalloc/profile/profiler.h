@@ -4,6 +4,7 @@
 // Every hook runs on a slow path.
 
 #include "event_stream.h"
+#include "peak_profile.h"
 #include "profile_pool.h"
 #include "sampler.h"
 
@@ -11,13 +12,6 @@
 
 namespace snmalloc::profile
 {
-  // Unbiased weight of one sampled object of `size` bytes taken at mean
-  // interval R: it stands for 1 / (1 - exp(-size/R)) objects.
-  inline double sample_weight(size_t size, size_t interval)
-  {
-    return 1.0 / -std::expm1(-double(size) / double(interval));
-  }
-
   // The OS thread id, cached per thread: gettid is a system call, and at
   // rate=1 it was a sixth of the time of each sample (perf, issue 9).  A
   // fork child's thread has a new id: postfork forgets the cached one.
@@ -65,6 +59,7 @@ namespace snmalloc::profile
     }
     list.insert(r);
     emit_event(EventKind::Alloc, r);
+    peak_profile.added(size, interval);
     return r;
   }
 
@@ -83,6 +78,7 @@ namespace snmalloc::profile
   {
     emit_event(EventKind::Free, r);
     r->list->remove(r);
+    peak_profile.removed(r->allocated_size, r->interval);
   }
 
   struct Profiler
@@ -198,7 +194,12 @@ namespace snmalloc::profile
           return;
         }
         if (old != nullptr)
+        {
+          ProfilerGuard guard; // a new peak copies the live set, allocating
+          peak_profile.removed(old->allocated_size, old->interval);
           old->allocated_size = bytes;
+          peak_profile.added(bytes, old->interval);
+        }
       }
 
       // Thread exit: held-back objects return to their slabs.  The sample
@@ -251,6 +252,7 @@ namespace snmalloc::profile
     static void prefork()
     {
       event_ring_lock.lock();
+      peak_profile.prefork();
       stack_table.prefork();
       sample_lists.prefork();
       profile_pool.prefork();
@@ -263,6 +265,7 @@ namespace snmalloc::profile
       profile_pool.postfork();
       sample_lists.postfork();
       stack_table.postfork();
+      peak_profile.postfork();
       event_ring_lock.unlock();
     }
   };

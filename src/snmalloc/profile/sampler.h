@@ -23,6 +23,13 @@
 
 namespace snmalloc::profile
 {
+  // Unbiased weight of one sampled object of `size` bytes taken at mean
+  // interval R: it stands for 1 / (1 - exp(-size/R)) objects.
+  inline double sample_weight(size_t size, size_t interval)
+  {
+    return 1.0 / -std::expm1(-double(size) / double(interval));
+  }
+
   class Sampler
   {
     uint64_t rng_ = 0;

@@ -1,41 +1,14 @@
 #pragma once
-// Layer profile, stage "snapshot": a consistent copy of the live samples
-// and their aggregation into profile buckets.
-//
-// Records are copied under each list's lock into memory reserved before the
-// lock is taken (the copy never allocates while a lock is held); all the
-// rest, aggregation, symbolisation and encoding, happens outside every lock.
-// A sample freed concurrently is either in the copy or not; nothing else
-// waits for a dump except a free of a sampled object of the list being
-// copied.
+// Layer profile, stage "snapshot": the aggregation of a copy of the live
+// samples (live_samples.h) into profile buckets, outside every lock.
 
 #include "profiler.h"
+#include "live_samples.h"
 
 #include <vector>
 
 namespace snmalloc::profile
 {
-  // Every live sample.  Call with the ProfilerGuard held.
-  inline std::vector<SampleView> snapshot_live_samples()
-  {
-    std::vector<SampleView> out;
-    sample_lists.for_each([&](SampleList& list) {
-      for (;;)
-      {
-        size_t want = out.size() + list.count.load(std::memory_order_relaxed) + 64;
-        if (out.capacity() < want)
-          out.reserve(want * 2);
-        LockGuard g(list.lock);
-        if (out.size() + list.count.load(std::memory_order_relaxed) > out.capacity())
-          continue; // grew meanwhile; reserve more outside the lock
-        for (SampleRecord* r = list.head; r != nullptr; r = r->next)
-          out.push_back(view_of(r));
-        return;
-      }
-    });
-    return out;
-  }
-
   // Per stack-table entry: cumulative allocations (from the table) and the
   // live ones (weighted with the interval each was sampled at).
   struct Buckets

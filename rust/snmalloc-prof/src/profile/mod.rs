@@ -85,10 +85,14 @@ pub fn set_max_depth(depth: usize) -> io::Result<()> {
 /// Errors carry the errno of what failed (`ENOENT` for a missing directory,
 /// `EACCES`, `ENOSPC`, ...); a path with a NUL byte is `InvalidInput`.
 pub fn dump(path: impl AsRef<Path>) -> io::Result<()> {
-    let path = CString::new(path.as_ref().as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let path = c_path(path.as_ref())?;
     // SAFETY: `path` is a valid NUL-terminated string for the call.
     check(unsafe { sys::snmalloc_profile_dump(path.as_ptr()) })
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
 /// Writes the same profile as [`dump`] to an open file descriptor (a file, a
@@ -96,4 +100,19 @@ pub fn dump(path: impl AsRef<Path>) -> io::Result<()> {
 pub fn dump_fd(fd: impl AsFd) -> io::Result<()> {
     // SAFETY: the descriptor is open for the duration of the borrow.
     check(unsafe { sys::snmalloc_profile_dump_fd(fd.as_fd().as_raw_fd()) })
+}
+
+/// Writes the peak-heap profile to `path`, as [`dump`] does: the live heap
+/// as it was when the estimated live heap was highest (within a 32nd of
+/// it, plus sampling error).  Its alloc_* figures are those of now.
+pub fn dump_peak(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = c_path(path.as_ref())?;
+    // SAFETY: `path` is a valid NUL-terminated string for the call.
+    check(unsafe { sys::snmalloc_profile_dump_peak(path.as_ptr()) })
+}
+
+/// Writes the peak-heap profile to an open file descriptor, as [`dump_fd`].
+pub fn dump_peak_fd(fd: impl AsFd) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the duration of the borrow.
+    check(unsafe { sys::snmalloc_profile_dump_peak_fd(fd.as_fd().as_raw_fd()) })
 }

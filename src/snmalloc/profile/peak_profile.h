@@ -1,0 +1,141 @@
+#pragma once
+// Layer profile, stage "keep": the peak-heap profile, the live samples as
+// they were when the estimated live heap was highest.
+//
+// The estimate is the sum of the live samples' unbiased bytes, moved by
+// each sample taken and each sampled object freed (never by unsampled
+// ones: those paths stay as they are).  When a sample lifts it above the
+// level of the last copy by a step, the thread that took the sample copies
+// the live set (live_samples.h) and the step is set anew from the copy's
+// bytes: a 32nd of them, and at least 16 sampling intervals.  So a heap
+// hovering at its peak copies nothing, the copy kept is within a 32nd of
+// the true peak (plus sampling error), and the copying is bounded: between
+// two copies the estimate grew by a 32nd at least, so each sample taken
+// pays for about 32 record copies at most, however the heap grows.  One
+// copy stalls the sampling thread for a time proportional to the live
+// samples (docs/performance.md has the figures); a thread that finds a copy
+// in progress skips it, and the next sample past the level copies again.
+
+#include "live_samples.h"
+#include "sampler.h"
+
+namespace snmalloc::profile
+{
+  class PeakProfile
+  {
+    static constexpr int64_t STEP_DIVISOR = 32;
+    static constexpr int64_t MIN_STEP_INTERVALS = 16;
+
+    std::atomic<int64_t> live_bytes_{0};
+    std::atomic<int64_t> copy_above_{0};
+    std::atomic<bool> copying_{false};
+    std::atomic<uint64_t> copies_{0};
+    // Guards the copy kept, its bytes and time.
+    SpinLock lock_;
+    std::vector<SampleView> samples_;
+    int64_t bytes_ = 0;
+    int64_t time_ns_ = 0;
+
+    SNMALLOC_SLOW_PATH void copy_live_set(size_t interval)
+    {
+      if (copying_.exchange(true, std::memory_order_acquire))
+        return;
+      std::vector<SampleView> fresh = snapshot_live_samples();
+      int64_t bytes = 0;
+      for (const SampleView& s : fresh)
+        bytes += contribution(s.allocated_size, s.interval);
+      int64_t step = bytes / STEP_DIVISOR;
+      int64_t min_step = int64_t(interval) * MIN_STEP_INTERVALS;
+      copy_above_.store(bytes + (step > min_step ? step : min_step), std::memory_order_relaxed);
+      {
+        LockGuard g(lock_);
+        if (bytes > bytes_)
+        {
+          samples_.swap(fresh);
+          bytes_ = bytes;
+          time_ns_ = Pal::time_ns();
+        }
+      }
+      copies_.fetch_add(1, std::memory_order_relaxed);
+      copying_.store(false, std::memory_order_release);
+      // `fresh`, now the previous copy, is freed here, outside the lock.
+    }
+
+  public:
+    // The unbiased bytes one sample stands for.
+    static int64_t contribution(size_t size, size_t interval)
+    {
+      return int64_t(sample_weight(size, interval) * double(size));
+    }
+
+    // A sample was taken (call with the ProfilerGuard held: a copy
+    // allocates).
+    void added(size_t size, size_t interval)
+    {
+      int64_t bytes = contribution(size, interval);
+      int64_t now = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+      if (SNMALLOC_UNLIKELY(now > copy_above_.load(std::memory_order_relaxed)))
+        copy_live_set(interval);
+    }
+
+    void removed(size_t size, size_t interval)
+    {
+      live_bytes_.fetch_sub(contribution(size, interval), std::memory_order_relaxed);
+    }
+
+    struct Copy
+    {
+      std::vector<SampleView> samples;
+      int64_t bytes;
+      int64_t time_ns;
+    };
+
+    // The copy kept (empty before the first sample).  Allocates: call with
+    // the ProfilerGuard held, outside the profiler's locks.
+    Copy copy()
+    {
+      Copy out{{}, 0, 0};
+      for (;;)
+      {
+        size_t want;
+        {
+          LockGuard g(lock_);
+          want = samples_.size();
+          if (out.samples.capacity() >= want)
+          {
+            out.samples.assign(samples_.begin(), samples_.end());
+            out.bytes = bytes_;
+            out.time_ns = time_ns_;
+            return out;
+          }
+        }
+        out.samples.reserve(want);
+      }
+    }
+
+    int64_t live_bytes() const
+    {
+      return live_bytes_.load(std::memory_order_relaxed);
+    }
+
+    uint64_t copies() const
+    {
+      return copies_.load(std::memory_order_relaxed);
+    }
+
+    // fork(): the lock is held across it; a copy under way in another
+    // thread does not continue in the child, so the child may copy again.
+    void prefork() noexcept
+    {
+      lock_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      copying_.store(false, std::memory_order_relaxed);
+      lock_.unlock();
+    }
+  };
+
+  inline PeakProfile peak_profile;
+} // namespace snmalloc::profile
