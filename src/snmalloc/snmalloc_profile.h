@@ -32,6 +32,11 @@ int snmalloc_profile_dump_fd(int fd);
    error); its alloc_* figures are those of now. */
 int snmalloc_profile_dump_peak(const char* path);
 int snmalloc_profile_dump_peak_fd(int fd);
+/* Start profiling and the dumps it should make, with the text the
+   SNMALLOC_PROFILE variable takes, e.g. "rate=1m,dump_every=4g,keep=10"
+   (see docs/profiling.md).  EINVAL for bad text (one line on stderr;
+   nothing changes), EAGAIN if the dump helper thread cannot start. */
+int snmalloc_profile_configure(const char* settings);
 
 /* One sampled object. */
 struct snmalloc_profile_sample

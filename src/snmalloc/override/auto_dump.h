@@ -1,37 +1,65 @@
 #pragma once
-// Layer override: dumps nobody asked for in code: at exit and on a signal,
-// as configured by SNMALLOC_PROFILE in the environment (env_config.h).
+// Layer override: dumps nobody asked for in code: at exit, on a signal, and
+// automatically (every N allocated bytes, every N seconds, on N bytes of
+// growth of the live heap), as configured by SNMALLOC_PROFILE in the
+// environment (env_config.h) or by configure() with the same text.
 //
-// A signal handler must not allocate or take locks, and a dump does both.
-// So the handler only writes one byte to a pipe; a helper thread blocked on
-// the pipe's other end runs one dump per byte.  Each dump gets the next
-// sequence number (%n in the path).  If the program later installs its own
-// handler for the same signal, that handler wins and dumps stop: choose a
-// signal the program does not use.
+// Every dump but the exit ones runs on one helper thread, blocked in poll()
+// on a pipe (and a timeout for dump_period): a signal handler must not
+// allocate or take locks, and an allocating thread must not dump inside
+// malloc.  So the signal handler writes one byte to the pipe (one dump per
+// byte), and a thread whose sample crosses a dump_every or dump_on_growth
+// threshold writes another kind (profile/dump_triggers.h), one dump each
+// too.  Each dump gets the next sequence number (%n in
+// the path); keep=N removes automatic dumps beyond the newest N (dumps on a
+// signal and at exit are asked for, and kept).  If the program later
+// installs its own handler for the same signal, that handler wins and
+// signal dumps stop: choose a signal the program does not use.
 //
 // fork(): the helper thread is not recreated in a child, and the child's
-// copy of the pipe leads to the parent's thread, so the child closes it and
-// its signal dumps are off (the signal is still caught, and does nothing):
-// a signal to a child never makes the parent dump.  The write end is
-// non-blocking, so a handler never waits on a full pipe (a byte already
-// pending asks for the same dump); both ends close on exec.
+// copy of the pipe leads to the parent's thread, so the child closes it:
+// its signal and automatic dumps are off (the signal is still caught, and
+// does nothing), and a signal to a child never makes the parent dump.  The
+// write end is non-blocking, so a writer never waits on a full pipe (a byte
+// already pending asks for the same dump); both ends close on exec.
+//
+// Exit dumps and the leak report (leak_report=1, on stderr) run from an
+// atexit handler registered when the library starts
+// (before main), so they run after the program's own atexit handlers and
+// static destructors; configure() called later registers it then.
 
 #include "../profile/control.h"
 #include "../profile/env_config.h"
 
 #include <cstdlib>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 
 namespace snmalloc::profile
 {
   class AutoDump
   {
+    static constexpr char SIGNAL_BYTE = 1;
+    static constexpr char RECONFIGURE_BYTE = 0;
+    static_assert(DumpTriggers::WAKE_BYTE != SIGNAL_BYTE && DumpTriggers::WAKE_BYTE != RECONFIGURE_BYTE);
+
+    // Guards config_, the kept ring and the set-up flags; never held while
+    // dumping.
+    SpinLock lock_;
     EnvConfig config_;
     std::atomic<unsigned long> sequence_{0};
+    std::atomic<int64_t> period_ns_{0};
     int pipe_read_ = -1;
     int pipe_write_ = -1;
     pid_t pipe_owner_ = 0; // the process whose helper thread reads the pipe
+    bool at_exit_registered_ = false;
+    bool atfork_registered_ = false;
+    int signal_installed_ = 0;
+    // Sequence numbers of the automatic dumps kept, oldest first (a ring).
+    unsigned long kept_[MAX_KEEP] = {};
+    size_t kept_first_ = 0;
+    size_t kept_count_ = 0;
 
     static void report(const char* path, DumpResult r)
     {
@@ -50,49 +78,100 @@ namespace snmalloc::profile
       if (fd < 0 || ::getpid() != instance().pipe_owner_)
         return;
       int saved = errno;
-      char byte = 1;
+      char byte = SIGNAL_BYTE;
       (void)!::write(fd, &byte, 1);
       errno = saved;
+    }
+
+    static void before_fork()
+    {
+      instance().lock_.lock();
+    }
+
+    static void after_fork_in_parent()
+    {
+      instance().lock_.unlock();
     }
 
     static void in_fork_child()
     {
       AutoDump& self = instance();
-      if (self.pipe_write_ < 0)
-        return;
-      int fds[2] = {self.pipe_read_, self.pipe_write_};
-      self.pipe_write_ = -1;
-      self.pipe_read_ = -1;
-      ::close(fds[0]);
-      ::close(fds[1]);
+      dump_triggers.forget_helper();
+      if (self.pipe_write_ >= 0)
+      {
+        ::close(self.pipe_read_);
+        ::close(self.pipe_write_);
+        self.pipe_write_ = -1;
+        self.pipe_read_ = -1;
+      }
+      self.lock_.unlock();
     }
 
-    static void* signal_thread(void*)
+    // Milliseconds for poll() until `deadline` (monotonic ns).
+    static int timeout_ms(int64_t deadline)
     {
-      char byte;
+      int64_t left = deadline - Pal::monotonic_ns();
+      if (left <= 0)
+        return 0;
+      int64_t ms = (left + 999999) / 1000000;
+      return ms > (1 << 30) ? (1 << 30) : int(ms);
+    }
+
+    static void* helper_thread(void*)
+    {
+      AutoDump& self = instance();
+      int64_t deadline = 0;
       for (;;)
       {
-        ssize_t n = ::read(instance().pipe_read_, &byte, 1);
-        if (n == 1)
-          instance().dump_now();
-        else if (n < 0 && errno == EINTR)
+        int64_t period = self.period_ns_.load(std::memory_order_relaxed);
+        if (period == 0)
+          deadline = 0;
+        else if (deadline == 0 || deadline - Pal::monotonic_ns() > period)
+          deadline = Pal::monotonic_ns() + period;
+        pollfd p{self.pipe_read_, POLLIN, 0};
+        int n = ::poll(&p, 1, period != 0 ? timeout_ms(deadline) : -1);
+        if (n < 0 && errno == EINTR)
           continue;
-        else
+        if (n < 0)
           return nullptr;
+        if (n == 0)
+        {
+          deadline += period;
+          self.dump_automatic();
+          continue;
+        }
+        char bytes[64];
+        ssize_t got = ::read(self.pipe_read_, bytes, sizeof(bytes));
+        if (got < 0 && errno == EINTR)
+          continue;
+        if (got <= 0)
+          return nullptr;
+        for (ssize_t i = 0; i < got; i++)
+        {
+          if (bytes[i] == SIGNAL_BYTE)
+            self.dump_now();
+          else if (bytes[i] == DumpTriggers::WAKE_BYTE)
+            self.dump_automatic();
+        }
       }
     }
 
     static void at_exit()
     {
       AutoDump& self = instance();
-      if (self.config_.dump_at_exit)
+      EnvConfig c = self.config();
+      if (c.dump_at_exit)
         self.dump_now();
-      if (self.config_.peak_path[0] != '\0')
-        self.dump_peak_now();
+      if (c.peak_path[0] != '\0')
+        self.dump_numbered(c.peak_path, [](const char* path) { return dump_peak(path); });
+      if (c.leak_report)
+        write_leak_report(2);
     }
 
-    bool start_signal_thread()
+    bool start_helper_locked()
     {
+      if (pipe_write_ >= 0)
+        return true;
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0 || ::fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
         return false;
@@ -103,16 +182,74 @@ namespace snmalloc::profile
       pthread_attr_t attr;
       ::pthread_attr_init(&attr);
       ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      bool ok = ::pthread_create(&thread, &attr, signal_thread, nullptr) == 0;
+      bool ok = ::pthread_create(&thread, &attr, helper_thread, nullptr) == 0;
       ::pthread_attr_destroy(&attr);
-      if (!ok || ::pthread_atfork(nullptr, nullptr, in_fork_child) != 0)
-        return false;
+      return ok;
+    }
+
+    bool install_signal_locked(int signal)
+    {
+      if (signal == 0 || signal == signal_installed_)
+        return true;
       struct sigaction sa;
       std::memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
       sa.sa_flags = SA_RESTART;
       sigemptyset(&sa.sa_mask);
-      return ::sigaction(config_.dump_signal, &sa, nullptr) == 0;
+      if (::sigaction(signal, &sa, nullptr) != 0)
+        return false;
+      signal_installed_ = signal;
+      return true;
+    }
+
+    EnvConfig config()
+    {
+      LockGuard g(lock_);
+      return config_;
+    }
+
+    // Write a profile (`write` is dump or dump_peak) to `pattern` expanded
+    // with the next sequence number; a failure is reported on stderr.
+    // Returns the sequence number used.
+    unsigned long dump_numbered(const char* pattern, DumpResult (*write)(const char*))
+    {
+      char path[PATH_CAPACITY];
+      unsigned long seq = sequence_.fetch_add(1);
+      if (!expand_dump_path(pattern, seq, path, sizeof(path)))
+      {
+        report(pattern, {ENAMETOOLONG});
+        return seq;
+      }
+      DumpResult r = write(path);
+      if (!r.ok())
+        report(path, r);
+      return seq;
+    }
+
+    // A dump of the helper's own accord; beyond `keep` of them, the oldest
+    // file goes (unless it is the file just written: a path without %n).
+    void dump_automatic()
+    {
+      EnvConfig c = config();
+      unsigned long seq = dump_numbered(c.path, [](const char* path) { return dump(path); });
+      if (c.keep == 0)
+        return;
+      unsigned long oldest = 0;
+      {
+        LockGuard g(lock_);
+        kept_[(kept_first_ + kept_count_) % MAX_KEEP] = seq;
+        if (++kept_count_ <= c.keep)
+          return;
+        oldest = kept_[kept_first_];
+        kept_first_ = (kept_first_ + 1) % MAX_KEEP;
+        kept_count_--;
+      }
+      char old_path[PATH_CAPACITY], new_path[PATH_CAPACITY];
+      if (
+        expand_dump_path(c.path, oldest, old_path, sizeof(old_path)) &&
+        expand_dump_path(c.path, seq, new_path, sizeof(new_path)) &&
+        std::strcmp(old_path, new_path) != 0)
+        ::unlink(old_path);
     }
 
   public:
@@ -122,51 +259,68 @@ namespace snmalloc::profile
       return single;
     }
 
-    // Write a profile (`write` is dump or dump_peak) to `pattern` expanded
-    // with the next sequence number; a failure is reported on stderr.
-    DumpResult dump_numbered(const char* pattern, DumpResult (*write)(const char*))
-    {
-      char path[PATH_CAPACITY];
-      unsigned long seq = sequence_.fetch_add(1);
-      if (!expand_dump_path(pattern, seq, path, sizeof(path)))
-      {
-        report(pattern, {ENAMETOOLONG});
-        return {ENAMETOOLONG};
-      }
-      DumpResult r = write(path);
-      if (!r.ok())
-        report(path, r);
-      return r;
-    }
-
     // Write the next numbered profile to the configured path.
-    DumpResult dump_now()
+    void dump_now()
     {
-      return dump_numbered(config_.path, [](const char* path) { return dump(path); });
+      EnvConfig c = config();
+      dump_numbered(c.path, [](const char* path) { return dump(path); });
     }
 
-    // Write the peak-heap profile to the configured peak path.
-    DumpResult dump_peak_now()
+    // Start profiling as `c` says, and the dumps it asks for.  false (after
+    // one line on stderr) if the helper thread or the signal handler could
+    // not be set up.
+    bool apply(const EnvConfig& c)
     {
-      return dump_numbered(config_.peak_path, [](const char* path) { return dump_peak(path); });
+      LockGuard g(lock_);
+      if (!atfork_registered_)
+        atfork_registered_ =
+          ::pthread_atfork(before_fork, after_fork_in_parent, in_fork_child) == 0;
+      config_ = c;
+      kept_count_ = 0;
+      kept_first_ = 0;
+      set_max_depth(c.depth);
+      start(c.rate);
+      if ((c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report) && !at_exit_registered_)
+        at_exit_registered_ = std::atexit(at_exit) == 0;
+      bool helper =
+        c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;
+      if (helper && !(start_helper_locked() && install_signal_locked(c.dump_signal)))
+      {
+        static const char msg[] =
+          "snmalloc: SNMALLOC_PROFILE: could not start the dump helper thread or signal handler\n";
+        (void)!::write(2, msg, sizeof(msg) - 1);
+        return false;
+      }
+      period_ns_.store(int64_t(c.dump_period_seconds) * 1000000000, std::memory_order_relaxed);
+      dump_triggers.configure(helper ? pipe_write_ : -1, int64_t(c.dump_every), int64_t(c.dump_on_growth));
+      if (pipe_write_ >= 0)
+      {
+        char byte = RECONFIGURE_BYTE; // the helper re-reads the period
+        (void)!::write(pipe_write_, &byte, 1);
+      }
+      return true;
     }
 
     // Read SNMALLOC_PROFILE and act on it.  Called once at start-up.
     void configure_from_environment()
     {
       const char* text = std::getenv("SNMALLOC_PROFILE");
-      if (text == nullptr || !parse_env_config(text, config_))
+      EnvConfig c;
+      if (text == nullptr || !parse_env_config(text, c))
         return;
-      set_max_depth(config_.depth);
-      start(config_.rate);
-      if (config_.dump_at_exit || config_.peak_path[0] != '\0')
-        std::atexit(at_exit);
-      if (config_.dump_signal != 0 && !start_signal_thread())
-      {
-        static const char msg[] =
-          "snmalloc: SNMALLOC_PROFILE: could not set up dump_on_signal\n";
-        (void)!::write(2, msg, sizeof(msg) - 1);
-      }
+      apply(c);
     }
   };
+
+  // Configure profiling and its dumps at run time with the text
+  // SNMALLOC_PROFILE takes ("rate=1m,dump_every=1g,keep=5").  EINVAL for
+  // bad text (with one line on stderr; nothing changes), EAGAIN when the
+  // helper thread could not be started.
+  inline int configure(const char* text)
+  {
+    EnvConfig c;
+    if (text == nullptr || !parse_env_config(text, c))
+      return EINVAL;
+    return AutoDump::instance().apply(c) ? 0 : EAGAIN;
+  }
 } // namespace snmalloc::profile

@@ -3,6 +3,7 @@
 // snmalloc/snmalloc_profile.h.
 #include "../snmalloc_profile.h"
 #include "../profile/control.h"
+#include "auto_dump.h"
 
 namespace snmalloc::profile::c_api_detail
 {
@@ -71,6 +72,11 @@ extern "C"
   SNMALLOC_EXPORT int snmalloc_profile_dump_peak_fd(int fd)
   {
     return snmalloc::profile::dump_peak(fd).error;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_configure(const char* settings)
+  {
+    return snmalloc::profile::configure(settings);
   }
 
   SNMALLOC_EXPORT int snmalloc_profile_snapshot_take(snmalloc_profile_snapshot** out)

@@ -4,7 +4,13 @@
 //
 //   SNMALLOC_PROFILE=rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
 //                    dump_at_exit=1,dump_on_signal=SIGUSR2,
-//                    peak_path=/tmp/peak.%p.pb.gz
+//                    peak_path=/tmp/peak.%p.pb.gz,dump_every=1g,dump_period=60,
+//                    dump_on_growth=256m,keep=10,leak_report=1
+//
+// Sizes (rate, dump_every, dump_on_growth) take a k, m or g suffix (KiB,
+// MiB, GiB).  dump_every, dump_period and dump_on_growth write numbered
+// profiles to `path` from the helper thread; keep=N removes all but the
+// newest N of those automatic ones.
 //
 // Setting the variable at all starts profiling (at 512 KiB unless `rate`
 // says otherwise); an empty value means all defaults.  Parsed once at
@@ -30,7 +36,17 @@ namespace snmalloc::profile
     int dump_signal = 0;
     // The peak-heap profile written at exit; empty: none.
     char peak_path[PATH_CAPACITY] = "";
+    // Automatic dumps (0: off) and how many of them to keep (0: all).
+    size_t dump_every = 0;
+    size_t dump_period_seconds = 0;
+    size_t dump_on_growth = 0;
+    size_t keep = 0;
+    // The leak report on stderr at exit.
+    bool leak_report = false;
   };
+
+  constexpr size_t MAX_KEEP = 1024;
+  constexpr size_t MAX_DUMP_PERIOD_SECONDS = 366 * 24 * 3600;
 
   namespace env_detail
   {
@@ -68,6 +84,40 @@ namespace snmalloc::profile
         v = v * 10 + size_t(t.data[i] - '0');
       }
       if (v < min || v > max)
+        return false;
+      out = v;
+      return true;
+    }
+
+    // A number of bytes, with an optional k, m or g suffix (powers of 1024).
+    inline bool parse_bytes(Text t, size_t min, size_t max, size_t& out)
+    {
+      size_t shift = 0;
+      if (t.size > 0)
+      {
+        switch (t.data[t.size - 1])
+        {
+          case 'k':
+          case 'K':
+            shift = 10;
+            break;
+          case 'm':
+          case 'M':
+            shift = 20;
+            break;
+          case 'g':
+          case 'G':
+            shift = 30;
+            break;
+          default:
+            break;
+        }
+      }
+      size_t v = 0;
+      if (!parse_size({t.data, t.size - (shift != 0 ? 1 : 0)}, 0, max >> shift, v))
+        return false;
+      v <<= shift;
+      if (v < min)
         return false;
       out = v;
       return true;
@@ -134,9 +184,9 @@ namespace snmalloc::profile
       Text value{eq + 1, item.size - key.size - 1};
       if (key.is("rate"))
       {
-        if (!parse_size(value, 1, size_t(1) << 40, cfg.rate))
+        if (!parse_bytes(value, 1, size_t(1) << 40, cfg.rate))
         {
-          complain("rate must be a number of bytes from 1 to 2^40, got", value);
+          complain("rate must be a number of bytes (k, m, g suffixes) from 1 to 2^40, got", value);
           return false;
         }
       }
@@ -163,6 +213,47 @@ namespace snmalloc::profile
           complain("peak_path must be non-empty and shorter than 4096 bytes, got", value);
           return false;
         }
+      }
+      else if (key.is("dump_every"))
+      {
+        if (!parse_bytes(value, 1, size_t(1) << 50, cfg.dump_every))
+        {
+          complain("dump_every must be a number of bytes (k, m, g suffixes) from 1 to 2^50, got", value);
+          return false;
+        }
+      }
+      else if (key.is("dump_on_growth"))
+      {
+        if (!parse_bytes(value, 1, size_t(1) << 50, cfg.dump_on_growth))
+        {
+          complain("dump_on_growth must be a number of bytes (k, m, g suffixes) from 1 to 2^50, got", value);
+          return false;
+        }
+      }
+      else if (key.is("dump_period"))
+      {
+        if (!parse_size(value, 1, MAX_DUMP_PERIOD_SECONDS, cfg.dump_period_seconds))
+        {
+          complain("dump_period must be a number of seconds from 1 to 31622400, got", value);
+          return false;
+        }
+      }
+      else if (key.is("keep"))
+      {
+        if (!parse_size(value, 1, MAX_KEEP, cfg.keep))
+        {
+          complain("keep must be a number of dumps from 1 to 1024, got", value);
+          return false;
+        }
+      }
+      else if (key.is("leak_report"))
+      {
+        if (!value.is("0") && !value.is("1"))
+        {
+          complain("leak_report must be 0 or 1, got", value);
+          return false;
+        }
+        cfg.leak_report = value.is("1");
       }
       else if (key.is("dump_at_exit"))
       {

@@ -9,6 +9,7 @@
 //             stack_table.h     interned stacks + cumulative counts
 //   keep      sample_list.h     per-allocator live sample lists
 //             peak_profile.h    the live samples at the heap's peak
+//             dump_triggers.h   dump_every= and dump_on_growth= thresholds
 //             profile_pool.h    the secondary allocator for sampled objects
 //   hooks     profiler.h        what the allocator calls
 //   snapshot  live_samples.h    copy under locks
@@ -16,4 +17,6 @@
 //   encode    pprof_encoder.h, protobuf_writer.h, symbolize.h
 //   write     dump_file.h       gzip, temp file + rename
 //   API       control.h         start / stop / is_active / dump / dump_peak
+//             leak_report.h     live sites as text, for stderr at exit
 #include "control.h"
+#include "leak_report.h"

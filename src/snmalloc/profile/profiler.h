@@ -4,7 +4,7 @@
 // Every hook runs on a slow path.
 
 #include "event_stream.h"
-#include "peak_profile.h"
+#include "dump_triggers.h"
 #include "profile_pool.h"
 #include "sampler.h"
 
@@ -60,6 +60,7 @@ namespace snmalloc::profile
     list.insert(r);
     emit_event(EventKind::Alloc, r);
     peak_profile.added(size, interval);
+    dump_triggers.sampled(size, interval);
     return r;
   }
 

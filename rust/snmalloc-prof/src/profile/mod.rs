@@ -111,6 +111,18 @@ pub fn dump_peak(path: impl AsRef<Path>) -> io::Result<()> {
     check(unsafe { sys::snmalloc_profile_dump_peak(path.as_ptr()) })
 }
 
+/// Starts profiling and the dumps it should make, with the text the
+/// `SNMALLOC_PROFILE` variable takes, e.g. `"rate=1m,dump_every=4g,keep=10"`
+/// (docs/profiling.md lists the keys; sizes take k, m and g suffixes).
+/// Automatic dumps are written by the allocator's helper thread.  Bad text
+/// is `InvalidInput` (and one line on stderr) and changes nothing.
+pub fn configure(settings: &str) -> io::Result<()> {
+    let settings = CString::new(settings)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "settings contain a NUL byte"))?;
+    // SAFETY: `settings` is a valid NUL-terminated string for the call.
+    check(unsafe { sys::snmalloc_profile_configure(settings.as_ptr()) })
+}
+
 /// Writes the peak-heap profile to an open file descriptor, as [`dump_fd`].
 pub fn dump_peak_fd(fd: impl AsFd) -> io::Result<()> {
     // SAFETY: the descriptor is open for the duration of the borrow.

@@ -1,0 +1,130 @@
+/* A program that behaves like a service for the automatic-dump, peak and
+   leak-report tests (service.sh), run with the profiling shim preloaded:
+     every MIB    allocates and frees MIB MiB in 64 KiB blocks
+     growth       grows to 128 MiB, frees it, grows to 128 MiB again
+     period MS    holds 1 MiB for MS milliseconds
+     peak         256 MiB at peak_site_a, freed, then 32 MiB at peak_site_b
+     leak         leaks 4 MiB, 1 MiB and 256 KiB from three functions, frees
+                  8 MiB in an atexit handler, and exits with status 3
+   Every mode but leak then waits a second, for the helper thread's dumps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BLOCK (64 * 1024)
+#define PAGE 4096
+
+static void pause_ms(long ms)
+{
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0)
+  {
+  }
+}
+
+static void** hold(size_t bytes, size_t size)
+{
+  size_t n = bytes / size;
+  void** held = calloc(n + 1, sizeof(void*));
+  for (size_t i = 0; i < n; i++)
+  {
+    held[i] = malloc(size);
+    memset(held[i], 1, 64);
+  }
+  return held;
+}
+
+static void release(void** held)
+{
+  for (size_t i = 0; held[i] != NULL; i++)
+    free(held[i]);
+  free(held);
+}
+
+__attribute__((noinline)) void** peak_site_a(void)
+{
+  return hold((size_t)256 << 20, PAGE);
+}
+
+__attribute__((noinline)) void** peak_site_b(void)
+{
+  return hold((size_t)32 << 20, PAGE);
+}
+
+__attribute__((noinline)) void** leak_large(void)
+{
+  return hold((size_t)4 << 20, PAGE);
+}
+
+__attribute__((noinline)) void** leak_medium(void)
+{
+  return hold((size_t)1 << 20, PAGE);
+}
+
+__attribute__((noinline)) void** leak_small(void)
+{
+  return hold((size_t)256 << 10, PAGE);
+}
+
+static void** freed_at_exit;
+
+__attribute__((noinline)) void** freed_at_exit_site(void)
+{
+  return hold((size_t)8 << 20, PAGE);
+}
+
+static void free_at_exit(void)
+{
+  release(freed_at_exit);
+}
+
+int main(int argc, char** argv)
+{
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "every") == 0 && argc > 2)
+  {
+    long mib = atol(argv[2]);
+    for (long i = 0; i < mib * (1 << 20) / BLOCK; i++)
+    {
+      void* volatile p = malloc(BLOCK);
+      free(p);
+    }
+  }
+  else if (strcmp(mode, "growth") == 0)
+  {
+    release(hold((size_t)128 << 20, BLOCK));
+    release(hold((size_t)128 << 20, BLOCK));
+  }
+  else if (strcmp(mode, "period") == 0 && argc > 2)
+  {
+    void** held = hold((size_t)1 << 20, BLOCK);
+    pause_ms(atol(argv[2]));
+    release(held);
+    return 0;
+  }
+  else if (strcmp(mode, "peak") == 0)
+  {
+    release(peak_site_a());
+    void** b = peak_site_b();
+    pause_ms(100);
+    release(b);
+    return 0;
+  }
+  else if (strcmp(mode, "leak") == 0)
+  {
+    freed_at_exit = freed_at_exit_site();
+    atexit(free_at_exit);
+    leak_medium();
+    leak_small();
+    leak_large();
+    exit(3);
+  }
+  else
+  {
+    fprintf(stderr, "usage: service_target every MIB | growth | period MS | peak | leak\n");
+    return 2;
+  }
+  pause_ms(1000);
+  return 0;
+}
