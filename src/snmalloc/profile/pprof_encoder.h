@@ -4,7 +4,9 @@
 // down by google/pprof proto/profile.proto; field numbers are below.
 //
 //   samples      one per bucket: [alloc_objects, alloc_space, inuse_objects,
-//                inuse_space], location ids innermost first, label bytes=N
+//                inuse_space], location ids innermost first, labels bytes=N,
+//                requested=N (bytes) and thread=N (the allocating thread's
+//                OS id)
 //   locations    one per distinct return address; address = return - 1,
 //                so it points into the call instruction
 //   functions    one per distinct name: name demangled, system_name as in
@@ -59,6 +61,8 @@ namespace snmalloc::profile
     double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
     // Bytes each allocation asked for (the `requested` label); 0: unknown.
     uint64_t requested_size = 0;
+    // OS id of the allocating thread (the `thread` label); 0: unknown.
+    uint64_t thread_id = 0;
   };
 
   struct ProfileHeader
@@ -210,7 +214,7 @@ namespace snmalloc::profile
 
       struct LabelKeys
       {
-        int64_t bytes, requested, unit;
+        int64_t bytes, requested, unit, thread;
       };
 
       // `unit` 0 (the empty string) leaves it to pprof, which takes a
@@ -240,6 +244,8 @@ namespace snmalloc::profile
         write_label(keys.bytes, bucket.object_size, 0);
         if (bucket.requested_size != 0)
           write_label(keys.requested, bucket.requested_size, keys.unit);
+        if (bucket.thread_id != 0)
+          write_label(keys.thread, bucket.thread_id, 0);
         writer.end_message(sample);
       }
 
@@ -343,14 +349,17 @@ namespace snmalloc::profile
         // Samples are most of a profile: room for them up front spares
         // copying megabytes through repeated growth. A location id takes
         // at most 3 bytes below 2^21 locations; the rest of a sample
-        // (values, label, lengths) at most 64.
+        // (values, three labels, lengths) at most 96.
         size_t sample_bytes = 0;
         for (size_t i = 0; i < count; i++)
-          sample_bytes += size_t{buckets[i].depth} * 3 + 64;
+          sample_bytes += size_t{buckets[i].depth} * 3 + 96;
         writer.reserve(sample_bytes);
 
         LabelKeys keys{
-          strings.intern("bytes"), strings.intern("requested"), strings.intern("bytes")};
+          strings.intern("bytes"),
+          strings.intern("requested"),
+          strings.intern("bytes"),
+          strings.intern("thread")};
         for (size_t i = 0; i < count; i++)
           write_sample(buckets[i], keys);
 

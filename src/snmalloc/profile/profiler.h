@@ -39,7 +39,8 @@ namespace snmalloc::profile
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(size, interval);
-    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
+    uint32_t thread = this_thread_id();
+    uint32_t id = stack_table.record(frames, depth, size, requested, thread, w, w * double(size));
     SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
     {
@@ -51,7 +52,7 @@ namespace snmalloc::profile
     r->interval = interval;
     r->time_ns = Pal::time_ns();
     r->stack_id = id;
-    r->thread_id = this_thread_id();
+    r->thread_id = thread;
     if (!list.registered)
     {
       list.registered = true;

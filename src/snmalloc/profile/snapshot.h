@@ -24,7 +24,7 @@ namespace snmalloc::profile
       b.entries.push_back(&e);
       b.rows.push_back(ProfileBucket{
         e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
-        e.requested_size});
+        e.requested_size, e.thread_id});
     });
     for (const SampleView& s : live)
     {
