@@ -45,6 +45,8 @@ WORKLOADS = [
     "fork-exec",
     "xthread-mix",
     "thread-churn",
+    # a live heap at a new peak all the time (issue 11's peak profile)
+    "peak-growth",
 ]
 MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn"}
 SAMPLE_BYTES = "524288"

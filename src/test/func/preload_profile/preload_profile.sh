@@ -211,6 +211,20 @@ check_bad "dump_at_exit=2" "dump_at_exit must be"
 check_bad "dump_on_signal=SIGNOPE" "dump_on_signal must be"
 check_bad "bogus=1" "unknown key"
 check_bad "rate" "expected key=value"
+# The keys of a service's automatic dumps, peak profile and leak report
+# (../service/service.sh), and size suffixes.
+check_bad "dump_every=0" "dump_every must be"
+check_bad "dump_every=12x" "dump_every must be"
+check_bad "dump_every=9999999999g" "dump_every must be"
+check_bad "dump_on_growth=" "dump_on_growth must be"
+check_bad "dump_period=0" "dump_period must be"
+check_bad "dump_period=1m" "dump_period must be"
+check_bad "keep=0" "keep must be"
+check_bad "keep=5000" "keep must be"
+check_bad "peak_path=" "peak_path must be"
+check_bad "leak_report=yes" "leak_report must be"
+check_bad "rate=0k" "rate must be"
+check_bad "rate=k" "rate must be"
 # Nothing set changes nothing: no message, no dump.
 ( cd "$work" && printf 'x\n' | LD_PRELOAD="$shim" sort >/dev/null 2>"$work/err" )
 if [ -s "$work/err" ] || ls "$work"/snmalloc-heap.* >/dev/null 2>&1; then
