@@ -71,11 +71,10 @@ namespace snmalloc::profile
       wake_fd_.store(-1, std::memory_order_relaxed);
     }
 
-    // A sample of `size` bytes at interval R was taken.
-    void sampled(size_t size, size_t interval)
+    // A sample standing for `bytes` allocated bytes was taken.
+    void sampled(int64_t bytes)
     {
-      int64_t allocated =
-        allocated_.fetch_add(PeakProfile::contribution(size, interval), std::memory_order_relaxed);
+      int64_t allocated = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
       int64_t every = every_.load(std::memory_order_relaxed);
       bool due = every != 0 && advance(next_every_, allocated, every);
       int64_t growth = growth_.load(std::memory_order_relaxed);

@@ -41,9 +41,10 @@ namespace snmalloc::profile
       if (copying_.exchange(true, std::memory_order_acquire))
         return;
       std::vector<SampleView> fresh = snapshot_live_samples();
-      int64_t bytes = 0;
-      for (const SampleView& s : fresh)
-        bytes += contribution(s.allocated_size, s.interval);
+      // The estimate as the copy ends: samples taken or freed meanwhile
+      // are in both or in neither, give or take a few (summing the copy's
+      // own weights instead was a third of the copy's cost).
+      int64_t bytes = live_bytes_.load(std::memory_order_relaxed);
       int64_t step = bytes / STEP_DIVISOR;
       int64_t min_step = int64_t(interval) * MIN_STEP_INTERVALS;
       copy_above_.store(bytes + (step > min_step ? step : min_step), std::memory_order_relaxed);
@@ -68,11 +69,10 @@ namespace snmalloc::profile
       return int64_t(sample_weight(size, interval) * double(size));
     }
 
-    // A sample was taken (call with the ProfilerGuard held: a copy
-    // allocates).
-    void added(size_t size, size_t interval)
+    // A sample standing for `bytes` (its contribution) was taken at
+    // interval R (call with the ProfilerGuard held: a copy allocates).
+    void added(int64_t bytes, size_t interval)
     {
-      int64_t bytes = contribution(size, interval);
       int64_t now = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
       if (SNMALLOC_UNLIKELY(now > copy_above_.load(std::memory_order_relaxed)))
         copy_live_set(interval);

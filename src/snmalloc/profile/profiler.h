@@ -60,8 +60,9 @@ namespace snmalloc::profile
     }
     list.insert(r);
     emit_event(EventKind::Alloc, r);
-    peak_profile.added(size, interval);
-    dump_triggers.sampled(size, interval);
+    int64_t bytes = int64_t(w * double(size));
+    peak_profile.added(bytes, interval);
+    dump_triggers.sampled(bytes);
     return r;
   }
 
@@ -200,7 +201,7 @@ namespace snmalloc::profile
           ProfilerGuard guard; // a new peak copies the live set, allocating
           peak_profile.removed(old->allocated_size, old->interval);
           old->allocated_size = bytes;
-          peak_profile.added(bytes, old->interval);
+          peak_profile.added(PeakProfile::contribution(bytes, old->interval), old->interval);
         }
       }
 
