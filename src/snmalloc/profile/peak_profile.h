@@ -15,12 +15,92 @@
 // copy stalls the sampling thread for a time proportional to the live
 // samples (docs/performance.md has the figures); a thread that finds a copy
 // in progress skips it, and the next sample past the level copies again.
+//
+// The copies live in memory mapped for them, never in the heap: a copy is
+// made inside malloc, where running out of memory must not throw, and
+// growing or dropping a copy must not leave blocks free in the program's
+// heap (an exhausted heap would then serve allocations it should fail).
+// Two buffers take turns, so a copy reuses the memory of the one before
+// last and maps more only when the live set outgrows it.
 
 #include "live_samples.h"
 #include "sampler.h"
 
+#include <sys/mman.h>
+
 namespace snmalloc::profile
 {
+  // Sample views in mapped memory; see copy_live_samples for the interface.
+  class SampleBuffer
+  {
+    SampleView* data_ = nullptr;
+    size_t size_ = 0;
+    size_t capacity_ = 0;
+
+    size_t mapped_bytes() const
+    {
+      return bits::align_up(capacity_ * sizeof(SampleView), Pal::PAGE_SIZE);
+    }
+
+  public:
+    size_t size() const
+    {
+      return size_;
+    }
+
+    size_t capacity() const
+    {
+      return capacity_;
+    }
+
+    void clear()
+    {
+      size_ = 0;
+    }
+
+    bool grow(size_t n)
+    {
+      size_t bytes = bits::align_up(n * sizeof(SampleView), Pal::PAGE_SIZE);
+      auto* data = static_cast<SampleView*>(Pal::reserve_lazy_rw(bytes));
+      if (data == nullptr)
+        return false;
+      if (size_ != 0)
+        std::memcpy(static_cast<void*>(data), data_, size_ * sizeof(SampleView));
+      if (data_ != nullptr)
+        ::munmap(data_, mapped_bytes());
+      data_ = data;
+      capacity_ = bytes / sizeof(SampleView);
+      return true;
+    }
+
+    void push_back(const SampleView& v)
+    {
+      data_[size_++] = v;
+    }
+
+    const SampleView* begin() const
+    {
+      return data_;
+    }
+
+    const SampleView* end() const
+    {
+      return data_ + size_;
+    }
+
+    size_t bytes() const
+    {
+      return data_ == nullptr ? 0 : mapped_bytes();
+    }
+
+    void swap(SampleBuffer& other)
+    {
+      std::swap(data_, other.data_);
+      std::swap(size_, other.size_);
+      std::swap(capacity_, other.capacity_);
+    }
+  };
+
   class PeakProfile
   {
     static constexpr int64_t STEP_DIVISOR = 32;
@@ -30,17 +110,27 @@ namespace snmalloc::profile
     std::atomic<int64_t> copy_above_{0};
     std::atomic<bool> copying_{false};
     std::atomic<uint64_t> copies_{0};
+    std::atomic<size_t> mapped_bytes_{0};
     // Guards the copy kept, its bytes and time.
     SpinLock lock_;
-    std::vector<SampleView> samples_;
+    SampleBuffer samples_;
     int64_t bytes_ = 0;
     int64_t time_ns_ = 0;
+    // The next copy's buffer (the one before last); the copying thread's.
+    SampleBuffer spare_;
 
     SNMALLOC_SLOW_PATH void copy_live_set(size_t interval)
     {
       if (copying_.exchange(true, std::memory_order_acquire))
         return;
-      std::vector<SampleView> fresh = snapshot_live_samples();
+      if (!copy_live_samples(spare_))
+      {
+        // Out of memory: keep the copy there is, try again at the next
+        // sample past the level.
+        mapped_bytes_.store(samples_.bytes() + spare_.bytes(), std::memory_order_relaxed);
+        copying_.store(false, std::memory_order_release);
+        return;
+      }
       // The estimate as the copy ends: samples taken or freed meanwhile
       // are in both or in neither, give or take a few (summing the copy's
       // own weights instead was a third of the copy's cost).
@@ -52,14 +142,14 @@ namespace snmalloc::profile
         LockGuard g(lock_);
         if (bytes > bytes_)
         {
-          samples_.swap(fresh);
+          samples_.swap(spare_);
           bytes_ = bytes;
           time_ns_ = Pal::time_ns();
         }
+        mapped_bytes_.store(samples_.bytes() + spare_.bytes(), std::memory_order_relaxed);
       }
       copies_.fetch_add(1, std::memory_order_relaxed);
       copying_.store(false, std::memory_order_release);
-      // `fresh`, now the previous copy, is freed here, outside the lock.
     }
 
   public:
@@ -90,8 +180,9 @@ namespace snmalloc::profile
       int64_t time_ns;
     };
 
-    // The copy kept (empty before the first sample).  Allocates: call with
-    // the ProfilerGuard held, outside the profiler's locks.
+    // The copy kept (empty before the first sample), in the heap.
+    // Allocates: call with the ProfilerGuard held, outside the profiler's
+    // locks.
     Copy copy()
     {
       Copy out{{}, 0, 0};
@@ -121,6 +212,12 @@ namespace snmalloc::profile
     uint64_t copies() const
     {
       return copies_.load(std::memory_order_relaxed);
+    }
+
+    // Memory mapped for the copies.
+    size_t own_bytes() const
+    {
+      return mapped_bytes_.load(std::memory_order_relaxed);
     }
 
     // fork(): the lock is held across it; a copy under way in another

@@ -5,8 +5,8 @@
 //
 //   samples      one per bucket: [alloc_objects, alloc_space, inuse_objects,
 //                inuse_space], location ids innermost first, labels bytes=N,
-//                requested=N (bytes) and thread=N (the allocating thread's
-//                OS id)
+//                requested=N (bytes) and, on rows of live objects, thread=N
+//                (the allocating thread's OS id)
 //   locations    one per distinct return address; address = return - 1,
 //                so it points into the call instruction
 //   functions    one per distinct name: name demangled, system_name as in

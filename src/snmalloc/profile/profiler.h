@@ -39,8 +39,7 @@ namespace snmalloc::profile
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(size, interval);
-    uint32_t thread = this_thread_id();
-    uint32_t id = stack_table.record(frames, depth, size, requested, thread, w, w * double(size));
+    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
     SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
     {
@@ -52,7 +51,7 @@ namespace snmalloc::profile
     r->interval = interval;
     r->time_ns = Pal::time_ns();
     r->stack_id = id;
-    r->thread_id = thread;
+    r->thread_id = this_thread_id();
     if (!list.registered)
     {
       list.registered = true;
@@ -239,15 +238,16 @@ namespace snmalloc::profile
       return r->lead == 0 ? large_run::bytes(p) : r->allocated_size;
     }
 
-    // Memory the profiler holds for itself: the stack table and the live
-    // samples' records (which lie in profile-pool blocks, so the heap
-    // statistics count them as live bytes too).
+    // Memory the profiler holds for itself: the stack table, the peak
+    // profile's copies, and the live samples' records (which lie in
+    // profile-pool blocks, so the heap statistics count them as live bytes
+    // too).
     static size_t own_bytes()
     {
       size_t samples = 0;
       sample_lists.for_each(
         [&](SampleList& l) { samples += l.count.load(std::memory_order_relaxed); });
-      return stack_table.os_bytes() + samples * sizeof(SampleRecord);
+      return stack_table.os_bytes() + peak_profile.own_bytes() + samples * sizeof(SampleRecord);
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).

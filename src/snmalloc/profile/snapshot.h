@@ -5,12 +5,17 @@
 #include "profiler.h"
 #include "live_samples.h"
 
+#include <unordered_map>
 #include <vector>
 
 namespace snmalloc::profile
 {
-  // Per stack-table entry: cumulative allocations (from the table) and the
-  // live ones (weighted with the interval each was sampled at).
+  // Per stack-table entry, its cumulative allocations (from the table);
+  // per entry and allocating thread, the live samples (weighted with the
+  // interval each was sampled at), labelled with the thread.  The
+  // cumulative counts are not kept per thread: keyed by thread, the table
+  // grew with every thread a program ever ran (a thread-churning test's
+  // dumps took minutes), so alloc_* rows carry no thread label.
   struct Buckets
   {
     std::vector<const StackEntry*> entries;
@@ -24,15 +29,26 @@ namespace snmalloc::profile
       b.entries.push_back(&e);
       b.rows.push_back(ProfileBucket{
         e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
-        e.requested_size, e.thread_id});
+        e.requested_size});
     });
+    size_t entries = b.rows.size();
+    std::unordered_map<uint64_t, size_t> live_row; // (entry, thread) -> row
     for (const SampleView& s : live)
     {
-      if (s.stack_id >= b.rows.size())
+      if (s.stack_id >= entries)
         continue;
+      auto [it, inserted] =
+        live_row.try_emplace(uint64_t(s.stack_id) << 32 | s.thread_id, b.rows.size());
+      if (inserted)
+      {
+        const ProfileBucket& entry = b.rows[s.stack_id];
+        b.rows.push_back(ProfileBucket{
+          entry.frames, entry.depth, entry.object_size, 0, 0, 0, 0, entry.requested_size,
+          s.thread_id});
+      }
       double w = sample_weight(s.allocated_size, s.interval);
-      b.rows[s.stack_id].inuse_objects += w;
-      b.rows[s.stack_id].inuse_bytes += w * double(s.allocated_size);
+      b.rows[it->second].inuse_objects += w;
+      b.rows[it->second].inuse_bytes += w * double(s.allocated_size);
     }
     return b;
   }

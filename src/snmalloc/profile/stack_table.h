@@ -1,6 +1,6 @@
 #pragma once
 // Layer profile, stage "record": the stack table.  Each distinct (stack,
-// object size, requested size, allocating thread) is stored once and named by a small id; sample records
+// object size, requested size) is stored once and named by a small id; sample records
 // carry the id, so a live sample costs tens of bytes however deep its stack.
 // Each entry also accumulates the unbiased count and bytes of every
 // allocation sampled there (the profile's alloc_objects / alloc_space).
@@ -25,7 +25,6 @@ namespace snmalloc::profile
     double alloc_bytes;
     uint32_t depth;
     uint32_t id;
-    uint32_t thread_id; // OS id of the allocating thread (the `thread` label)
     uintptr_t frames[1]; // `depth` of them
   };
 
@@ -50,11 +49,9 @@ namespace snmalloc::profile
       return p;
     }
 
-    static uint64_t
-    hash_of(const uintptr_t* frames, size_t depth, size_t size, size_t requested, uint32_t thread)
+    static uint64_t hash_of(const uintptr_t* frames, size_t depth, size_t size, size_t requested)
     {
       uint64_t h = (0x9E3779B97F4A7C15ULL ^ size) * 0xc4ceb9fe1a85ec53ULL ^ requested;
-      h = (h ^ thread) * 0xff51afd7ed558ccdULL;
       for (size_t i = 0; i < depth; i++)
       {
         h ^= frames[i];
@@ -116,11 +113,10 @@ namespace snmalloc::profile
       size_t depth,
       size_t object_size,
       size_t requested_size,
-      uint32_t thread_id,
       double objects,
       double bytes)
     {
-      uint64_t h = hash_of(frames, depth, object_size, requested_size, thread_id);
+      uint64_t h = hash_of(frames, depth, object_size, requested_size);
       LockGuard g(lock_);
       if ((count_ + 1) * 2 > capacity_ && !grow())
         return NO_ID;
@@ -130,7 +126,7 @@ namespace snmalloc::profile
         StackEntry* e = slots_[j];
         if (
           e->hash == h && e->object_size == object_size &&
-          e->requested_size == requested_size && e->thread_id == thread_id && e->depth == depth &&
+          e->requested_size == requested_size && e->depth == depth &&
           std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0)
           break;
       }
@@ -143,7 +139,6 @@ namespace snmalloc::profile
         e->hash = h;
         e->object_size = object_size;
         e->requested_size = requested_size;
-        e->thread_id = thread_id;
         e->id = uint32_t(count_);
         slots_[j] = e;
         by_id_[count_++] = e;
