@@ -12,7 +12,7 @@
  * objects cached in threads' fast lists (at most one slab's batch per class
  * per thread) and remote frees not yet handled by their owner.  Reading
  * first handles the calling thread's and idle allocators' pending remote
- * frees.  Large objects are counted exactly, at chunk (16 KiB) granularity.
+ * frees and recounts their awake slabs.  Large objects are counted exactly, at chunk (16 KiB) granularity.
  */
 #ifndef SNMALLOC_STATS_C_API_H
 #define SNMALLOC_STATS_C_API_H

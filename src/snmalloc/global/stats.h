@@ -14,16 +14,22 @@ namespace snmalloc
   namespace detail
   {
     // Remote frees waiting for the calling thread's allocator or an idle
-    // one, and the calling thread's batches for others, are handled first:
-    // a thread that freed, or one that exited, is then seen as it stands.
+    // one, and the calling thread's batches for others, are handled first,
+    // and those allocators' awake slabs recounted: a thread that freed, or
+    // one that exited, is then seen as it stands.
     inline void settle_remote_frees()
     {
       if (Alloc* core = local_cache.core)
       {
         core->handle_messages();
         core->post_remote_frees();
+        core->recount_available_slabs();
       }
-      alloc_pool.for_each_idle([](Alloc& core) { core.handle_messages(); });
+      alloc_pool.for_each_idle([](Alloc& core) {
+        core.handle_messages();
+        core.recount_available_slabs();
+      });
+      Profiler::recount_pool_slabs();
     }
 
     inline uint64_t non_negative(int64_t v)

@@ -233,6 +233,16 @@ namespace snmalloc
       remote_.flush();
     }
 
+    // Bring the counts of the awake slabs up to date (mem/heap_counts.h):
+    // a class's last slab, kept when all its objects are back, is not
+    // recounted on that path.  Its owner's, or an idle allocator's, call.
+    void recount_available_slabs()
+    {
+      for (SlabList& list : available_)
+        for (SlabMeta* s = list.head; s != nullptr; s = s->next)
+          counts_.recount(s);
+    }
+
     // Large requests: a run of whole chunks.  `zero` asks for zeroed memory.
     SNMALLOC_SLOW_PATH void* alloc_large(size_t size, size_t align, bool zero)
     {

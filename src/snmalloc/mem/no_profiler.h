@@ -15,6 +15,7 @@
 //                                        count the bytes, maybe sample it
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 //   own_bytes()                          statistics: the profiler's own memory
+//   recount_pool_slabs()                 statistics: the profile pool's awake slabs
 // The malloc and free fast paths call none of them.
 
 #include "slab_meta.h"
@@ -52,5 +53,7 @@ namespace snmalloc
     {
       return 0;
     }
+
+    static void recount_pool_slabs() {}
   };
 } // namespace snmalloc

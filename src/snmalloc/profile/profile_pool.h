@@ -172,6 +172,13 @@ namespace snmalloc::profile
       dealloc_block(static_cast<char*>(object) - record->lead);
     }
 
+    // For the statistics (CoreAlloc::recount_available_slabs).
+    void recount_slabs()
+    {
+      LockGuard g(lock_);
+      core_.recount_available_slabs();
+    }
+
     void prefork() noexcept
     {
       lock_.lock();

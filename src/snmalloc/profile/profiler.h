@@ -250,6 +250,11 @@ namespace snmalloc::profile
       return stack_table.os_bytes() + peak_profile.own_bytes() + samples * sizeof(SampleRecord);
     }
 
+    static void recount_pool_slabs()
+    {
+      profile_pool.recount_slabs();
+    }
+
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
     // The event ring's lock first: its holder may read the stack table.
     static void prefork()
