@@ -27,6 +27,7 @@
 #include "sampler.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace snmalloc::profile
 {
@@ -118,6 +119,7 @@ namespace snmalloc::profile
     int64_t time_ns_ = 0;
     // The next copy's buffer (the one before last); the copying thread's.
     SampleBuffer spare_;
+    pid_t forking_pid_ = 0; // set under the lock, across fork()
 
     SNMALLOC_SLOW_PATH void copy_live_set(size_t interval)
     {
@@ -220,16 +222,19 @@ namespace snmalloc::profile
       return mapped_bytes_.load(std::memory_order_relaxed);
     }
 
-    // fork(): the lock is held across it; a copy under way in another
-    // thread does not continue in the child, so the child may copy again.
+    // fork(): the lock is held across it.  A copy under way in another
+    // thread does not continue in the child, so the child may copy again;
+    // in the parent it goes on, and owns the spare buffer until it ends.
     void prefork() noexcept
     {
       lock_.lock();
+      forking_pid_ = ::getpid();
     }
 
     void postfork() noexcept
     {
-      copying_.store(false, std::memory_order_relaxed);
+      if (::getpid() != forking_pid_)
+        copying_.store(false, std::memory_order_relaxed);
       lock_.unlock();
     }
   };
