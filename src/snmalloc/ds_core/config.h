@@ -12,9 +12,13 @@
 #endif
 
 // Defined by the build of libsnmallocshim.so, which is linked without
-// libstdc++.
+// libstdc++, and of libsnmallocshim-profile.so, which links a hidden copy
+// of the parts the profiler uses.
 #ifndef SNMALLOC_SHIM_WITHOUT_LIBSTDCXX
 #  define SNMALLOC_SHIM_WITHOUT_LIBSTDCXX 0
+#endif
+#ifndef SNMALLOC_SHIM_PRIVATE_LIBSTDCXX
+#  define SNMALLOC_SHIM_PRIVATE_LIBSTDCXX 0
 #endif
 
 namespace snmalloc::config
@@ -24,8 +28,10 @@ namespace snmalloc::config
   // the fast path, at the cost of speed (docs/design.md, checks build).
   constexpr bool checks = SNMALLOC_CHECKS != 0;
 
-  // Whether operator new may use libstdc++ directly (override/new.h).
+  // Whether operator new may use libstdc++ directly (override/new.h), and
+  // whether that libstdc++ is the shim's own copy rather than the program's.
   constexpr bool shim_links_libstdcxx = SNMALLOC_SHIM_WITHOUT_LIBSTDCXX == 0;
+  constexpr bool shim_libstdcxx_is_private = SNMALLOC_SHIM_PRIVATE_LIBSTDCXX != 0;
 
   // Granularity of the pagemap and of the backend.
   constexpr size_t CHUNK_BITS = 14;

@@ -13,9 +13,13 @@ namespace snmalloc::detail
   // program under the shim (/proc/self/smaps), for nothing but the two
   // calls below.  Only a failing operator new needs them, and a program
   // that calls operator new has libstdc++ loaded: they are looked up there.
+  // The profiling shim's libstdc++ is a hidden copy, whose new_handler no
+  // program sets: it looks up the program's too, and throws with its own
+  // copy only where the program has none (a C program, whose operator new
+  // callers are the profiler's own, which catch it).
   inline std::new_handler current_new_handler() noexcept
   {
-    if constexpr (config::shim_links_libstdcxx)
+    if constexpr (config::shim_links_libstdcxx && !config::shim_libstdcxx_is_private)
       return std::get_new_handler();
     else
     {
@@ -29,7 +33,7 @@ namespace snmalloc::detail
   // own: no throw expression, no unwind personality to link).
   [[noreturn]] inline void throw_bad_alloc()
   {
-    if constexpr (config::shim_links_libstdcxx)
+    if constexpr (config::shim_links_libstdcxx && !config::shim_libstdcxx_is_private)
       std::__throw_bad_alloc();
     else
     {
@@ -37,6 +41,8 @@ namespace snmalloc::detail
       auto thrower = reinterpret_cast<Thrower>(::dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv"));
       if (thrower != nullptr)
         thrower();
+      if constexpr (config::shim_links_libstdcxx)
+        std::__throw_bad_alloc();
       report_fatal("operator new: out of memory, and no libstdc++ to throw std::bad_alloc");
     }
   }
