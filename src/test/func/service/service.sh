@@ -17,10 +17,11 @@ pass() { echo "ok: $*"; }
 count() { ls "$work"/$1 2>/dev/null | wc -l; }
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 
-# inuse_space of one function (flat, bytes) in a profile.
+# inuse_space of one function and what it calls (cum, bytes) in a profile:
+# a Debug build does not inline the helper that allocates.
 inuse_of() { # PROFILE FUNCTION
   "$go" tool pprof -top -sample_index=inuse_space -unit=byte "$target" "$1" 2>/dev/null |
-    awk -v f="$2" '$NF == f { sub(/B$/, "", $1); print int($1); found = 1 } END { if (!found) print 0 }' | head -1
+    awk -v f="$2" '$NF == f { sub(/B$/, "", $4); print int($4); found = 1 } END { if (!found) print 0 }' | head -1
 }
 
 # --- dump_every: 256 MiB allocated, a profile per 16 MiB ---------------------
