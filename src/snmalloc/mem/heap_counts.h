@@ -54,11 +54,6 @@ namespace snmalloc
       add_live(bytes);
     }
 
-    int64_t live_bytes() const
-    {
-      return live_bytes_.load(std::memory_order_relaxed);
-    }
-
     int64_t peak_live_bytes() const
     {
       return peak_live_bytes_.load(std::memory_order_relaxed);

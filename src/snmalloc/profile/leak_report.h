@@ -6,6 +6,7 @@
 // then the total.  A site is a stack-table entry's stack; the entries of
 // one stack with different sizes are one site.
 
+#include "dump_file.h"
 #include "snapshot.h"
 #include "symbolize.h"
 
@@ -122,16 +123,7 @@ namespace snmalloc::profile
     try
     {
       std::string text = leak_report_text();
-      for (size_t done = 0; done < text.size();)
-      {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0)
-          return n < 0 ? errno : EIO;
-        done += size_t(n);
-      }
-      return 0;
+      return detail::write_all(fd, reinterpret_cast<const uint8_t*>(text.data()), text.size());
     }
     catch (const std::bad_alloc&)
     {

@@ -18,7 +18,6 @@ namespace snmalloc::profile
   // dumps took minutes), so alloc_* rows carry no thread label.
   struct Buckets
   {
-    std::vector<const StackEntry*> entries;
     std::vector<ProfileBucket> rows;
   };
 
@@ -26,7 +25,6 @@ namespace snmalloc::profile
   {
     Buckets b;
     stack_table.for_each([&](const StackEntry& e) {
-      b.entries.push_back(&e);
       b.rows.push_back(ProfileBucket{
         e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
         e.requested_size});
