@@ -24,9 +24,15 @@
 // already pending asks for the same dump); both ends close on exec.
 //
 // Exit dumps and the leak report (leak_report=1, on stderr) run from an
-// atexit handler registered when the library starts
-// (before main), so they run after the program's own atexit handlers and
-// static destructors; configure() called later registers it then.
+// atexit handler registered when the library starts (before main, whatever
+// the environment says), so they run after the program's own atexit
+// handlers and static destructors, also when configure() asks for them
+// later.  A program that never starts the library that way (the header-only
+// C++ API) registers it at its first configure().
+//
+// The signal handler replaces the program's own for that signal; a
+// reconfiguration that names another signal, or none, gives the old signal
+// its previous action back.
 
 #include "../profile/control.h"
 #include "../profile/env_config.h"
@@ -56,6 +62,7 @@ namespace snmalloc::profile
     bool at_exit_registered_ = false;
     bool atfork_registered_ = false;
     int signal_installed_ = 0;
+    struct sigaction signal_previous_ = {}; // signal_installed_'s action before ours
     // Sequence numbers of the automatic dumps kept, oldest first (a ring).
     unsigned long kept_[MAX_KEEP] = {};
     size_t kept_first_ = 0;
@@ -187,19 +194,34 @@ namespace snmalloc::profile
       return ok;
     }
 
+    // Catch `signal` (0: none) for dumps, giving the signal caught so far
+    // back its previous action.
     bool install_signal_locked(int signal)
     {
-      if (signal == 0 || signal == signal_installed_)
+      if (signal == signal_installed_)
+        return true;
+      if (signal_installed_ != 0)
+      {
+        ::sigaction(signal_installed_, &signal_previous_, nullptr);
+        signal_installed_ = 0;
+      }
+      if (signal == 0)
         return true;
       struct sigaction sa;
       std::memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
       sa.sa_flags = SA_RESTART;
       sigemptyset(&sa.sa_mask);
-      if (::sigaction(signal, &sa, nullptr) != 0)
+      if (::sigaction(signal, &sa, &signal_previous_) != 0)
         return false;
       signal_installed_ = signal;
       return true;
+    }
+
+    void register_at_exit_locked()
+    {
+      if (!at_exit_registered_)
+        at_exit_registered_ = std::atexit(at_exit) == 0;
     }
 
     EnvConfig config()
@@ -280,11 +302,11 @@ namespace snmalloc::profile
       kept_first_ = 0;
       set_max_depth(c.depth);
       start(c.rate);
-      if ((c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report) && !at_exit_registered_)
-        at_exit_registered_ = std::atexit(at_exit) == 0;
+      if (c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report)
+        register_at_exit_locked();
       bool helper =
         c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;
-      if (helper && !(start_helper_locked() && install_signal_locked(c.dump_signal)))
+      if ((helper && !start_helper_locked()) || !install_signal_locked(c.dump_signal))
       {
         static const char msg[] =
           "snmalloc: SNMALLOC_PROFILE: could not start the dump helper thread or signal handler\n";
@@ -301,9 +323,15 @@ namespace snmalloc::profile
       return true;
     }
 
-    // Read SNMALLOC_PROFILE and act on it.  Called once at start-up.
+    // Read SNMALLOC_PROFILE and act on it.  Called once at start-up, where
+    // the exit handler is registered whatever the environment asks, so
+    // that a later configure() finds it in its place among the program's.
     void configure_from_environment()
     {
+      {
+        LockGuard g(lock_);
+        register_at_exit_locked();
+      }
       const char* text = std::getenv("SNMALLOC_PROFILE");
       EnvConfig c;
       if (text == nullptr || !parse_env_config(text, c))

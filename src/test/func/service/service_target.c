@@ -6,7 +6,15 @@
      peak         256 MiB at peak_site_a, freed, then 32 MiB at peak_site_b
      leak         leaks 4 MiB, 1 MiB and 256 KiB from three functions, frees
                   8 MiB in an atexit handler, and exits with status 3
-   Every mode but leak then waits a second, for the helper thread's dumps. */
+     late-leak    the same, but asks for the leak report itself, with
+                  snmalloc_profile_configure after registering its handler
+     signal-back  catches SIGUSR1 itself, lets the profiler take it for
+                  dumps, reconfigures without it, raises it: exits 0 if its
+                  own handler ran again
+   The first four modes then wait a second, for the helper thread's dumps. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +87,33 @@ static void free_at_exit(void)
   release(freed_at_exit);
 }
 
+/* The profiler's C API, from the preloaded shim. */
+static int configure(const char* settings)
+{
+  int (*f)(const char*) = (int (*)(const char*))dlsym(RTLD_DEFAULT, "snmalloc_profile_configure");
+  if (f == NULL)
+  {
+    fprintf(stderr, "service_target: snmalloc_profile_configure not found\n");
+    exit(2);
+  }
+  return f(settings);
+}
+
+static volatile sig_atomic_t own_handler_ran;
+
+static void own_handler(int sig)
+{
+  (void)sig;
+  own_handler_ran = 1;
+}
+
+static void leak_three(void)
+{
+  leak_medium();
+  leak_small();
+  leak_large();
+}
+
 int main(int argc, char** argv)
 {
   const char* mode = argc > 1 ? argv[1] : "";
@@ -115,14 +150,29 @@ int main(int argc, char** argv)
   {
     freed_at_exit = freed_at_exit_site();
     atexit(free_at_exit);
-    leak_medium();
-    leak_small();
-    leak_large();
+    leak_three();
     exit(3);
+  }
+  else if (strcmp(mode, "late-leak") == 0)
+  {
+    freed_at_exit = freed_at_exit_site();
+    atexit(free_at_exit);
+    if (configure("leak_report=1,rate=4k") != 0)
+      return 2;
+    leak_three();
+    exit(3);
+  }
+  else if (strcmp(mode, "signal-back") == 0)
+  {
+    signal(SIGUSR1, own_handler);
+    if (configure("dump_on_signal=SIGUSR1") != 0 || configure("rate=512k") != 0)
+      return 2;
+    raise(SIGUSR1);
+    return own_handler_ran ? 0 : 1;
   }
   else
   {
-    fprintf(stderr, "usage: service_target every MIB | growth | period MS | peak | leak\n");
+    fprintf(stderr, "usage: service_target every MIB | growth | period MS | peak | leak | late-leak | signal-back\n");
     return 2;
   }
   pause_ms(1000);
