@@ -71,6 +71,7 @@ namespace snmalloc
         return false;
       }
       buddy_.init(&arena_);
+      init_link_secret();
       initialised_ = true;
       return true;
     }

@@ -1,36 +1,91 @@
 #pragma once
 // Layer ds: intrusive singly linked lists threaded through free objects.
 
-#include "../ds_core/ds_core.h"
+#include "encoded_link.h"
+#include "sizeclass.h"
 
 #include <atomic>
 
 namespace snmalloc
 {
-  // A free object's first word links it to the next.  The link is atomic only
-  // because free objects also travel through the cross-thread message queue;
-  // relaxed accesses compile to plain loads and stores.
+  // Objects on one list of free objects are of one slab (a slab's free list,
+  // a thread's fast list, a batch), and no slab is larger than this: a link
+  // reaching farther, or to a pointer no object has, is corrupt.
+  constexpr size_t LINK_REACH_BITS = bits::log2_ceil(slab_size_compute(config::MAX_SMALL_SIZE));
+
+  // A free object's first word links it to the next, encoded (see
+  // ds/encoded_link.h).  The link is atomic only because free objects also
+  // travel through the cross-thread message queue; relaxed accesses compile
+  // to plain loads and stores.  In the checks build the second word holds a
+  // mark while the object is free (every object has at least 16 bytes).
   struct FreeObject
   {
-    std::atomic<FreeObject*> next;
+    std::atomic<uintptr_t> next;
 
     static FreeObject* from(void* p)
     {
       return static_cast<FreeObject*>(p);
     }
 
+    // The link, unchecked: for lists of objects of many slabs, whose
+    // readers check each object themselves.
     FreeObject* next_relaxed() const
     {
-      return next.load(std::memory_order_relaxed);
+      return decode_link<FreeObject>(next.load(std::memory_order_relaxed), this);
+    }
+
+    // The link of a list of one slab's objects.  The checks build stops
+    // at a link that cannot be one (see LINK_REACH_BITS).
+    SNMALLOC_FAST_PATH FreeObject* next_object() const
+    {
+      FreeObject* n = next_relaxed();
+      if constexpr (config::checks)
+      {
+        uintptr_t a = reinterpret_cast<uintptr_t>(n);
+        uintptr_t stray = ((a ^ reinterpret_cast<uintptr_t>(this)) >> LINK_REACH_BITS) |
+          (a & (config::MIN_ALLOC_SIZE - 1));
+        if (SNMALLOC_UNLIKELY(n != nullptr && stray != 0))
+          report_corrupt_link(this);
+      }
+      return n;
     }
 
     void set_next(FreeObject* n)
     {
-      next.store(n, std::memory_order_relaxed);
+      next.store(encode_link(n, this), std::memory_order_relaxed);
+    }
+
+    // The checks build's free mark: set by a free and while the allocator
+    // holds the object, cleared when it is handed out, so a free that finds
+    // it is a double free (docs/design.md, the checks build).  Derived from
+    // the secret and the address: no program data holds it by chance.
+    std::atomic<uintptr_t>& mark_word()
+    {
+      return *reinterpret_cast<std::atomic<uintptr_t>*>(reinterpret_cast<char*>(this) + sizeof(next));
+    }
+
+    uintptr_t mark_value() const
+    {
+      return ~link_mask(this);
+    }
+
+    void mark_free()
+    {
+      mark_word().store(mark_value(), std::memory_order_relaxed);
+    }
+
+    bool marked_free()
+    {
+      return mark_word().load(std::memory_order_relaxed) == mark_value();
+    }
+
+    void clear_mark()
+    {
+      mark_word().store(0, std::memory_order_relaxed);
     }
   };
 
-  // A run of `count` free objects linked from `head`.
+  // A run of `count` free objects of one slab linked from `head`.
   struct Batch
   {
     FreeObject* head = nullptr;
@@ -47,8 +102,8 @@ namespace snmalloc
       }
       FreeObject* last = head;
       for (size_t i = 1; i < n; i++)
-        last = last->next_relaxed();
-      head = last->next_relaxed();
+        last = last->next_object();
+      head = last->next_object();
       last->set_next(nullptr);
       count -= n;
       return front;
@@ -57,7 +112,7 @@ namespace snmalloc
     FreeObject* pop()
     {
       FreeObject* p = head;
-      head = p->next_relaxed();
+      head = p->next_object();
       count--;
       return p;
     }

@@ -22,10 +22,11 @@ namespace snmalloc
   {
     std::atomic<FreeObject*> head_{nullptr};
 
-    // The second word of a chain's first object.
-    static std::atomic<FreeObject*>& chain_link(FreeObject* chain)
+    // The second word of a chain's first object, encoded like a free list
+    // link (ds/encoded_link.h); the owner checks every object it reads.
+    static std::atomic<uintptr_t>& chain_link(FreeObject* chain)
     {
-      return *reinterpret_cast<std::atomic<FreeObject*>*>(
+      return *reinterpret_cast<std::atomic<uintptr_t>*>(
         reinterpret_cast<char*>(chain) + sizeof(FreeObject));
     }
 
@@ -33,13 +34,15 @@ namespace snmalloc
     // The chain after `chain` in a stack taken with take_all.
     static FreeObject* next_chain(FreeObject* chain)
     {
-      return chain_link(chain).load(std::memory_order_relaxed);
+      std::atomic<uintptr_t>& link = chain_link(chain);
+      return decode_link<FreeObject>(link.load(std::memory_order_relaxed), &link);
     }
 
     // Link `chain` in front of `rest`, to build a run of chains for post.
     static void link_chains(FreeObject* chain, FreeObject* rest)
     {
-      chain_link(chain).store(rest, std::memory_order_relaxed);
+      std::atomic<uintptr_t>& link = chain_link(chain);
+      link.store(encode_link(rest, &link), std::memory_order_relaxed);
     }
 
     // Push the run of chains first..last (last's chain link is overwritten).

@@ -25,12 +25,14 @@ namespace snmalloc
       if (fast != nullptr)
       {
         p = fast;
-        fast = fast->next_relaxed();
+        fast = fast->next_object();
       }
       else
       {
         p = core.alloc_refill(fast, sc, size, align);
       }
+      if (config::checks && p != nullptr)
+        FreeObject::from(p)->clear_mark();
       if (zero && p != nullptr)
         std::memset(p, 0, size);
     }
@@ -70,7 +72,9 @@ namespace snmalloc
   {
     Alloc* owner = reinterpret_cast<Alloc*>(entry.get_owner());
     SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
-    if (!meta->is_object_start(p))
+    if constexpr (config::checks)
+      meta->check_free(p);
+    else if (!meta->is_object_start(p))
       report_bad_free(BadFree::Interior, p);
     Local& local = local_cache;
     if (local.core == nullptr && (local.torn_down || !attach_thread(local)))
@@ -131,7 +135,9 @@ namespace snmalloc
       FreeObject* p = local.fast[sc];
       if (SNMALLOC_LIKELY(p != nullptr))
       {
-        local.fast[sc] = p->next_relaxed();
+        local.fast[sc] = p->next_object();
+        if constexpr (config::checks)
+          p->clear_mark();
         if constexpr (zero)
           std::memset(static_cast<void*>(p), 0, size);
         return p;
@@ -177,7 +183,10 @@ namespace snmalloc
       Local& local = local_cache;
       if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
       {
-        local.core->dealloc_local(p, reinterpret_cast<SlabMeta*>(entry.get_meta()));
+        auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+        if constexpr (config::checks)
+          meta->check_free(p);
+        local.core->dealloc_local(p, meta);
         return true;
       }
     }
@@ -272,6 +281,20 @@ namespace snmalloc
       return size > config::MAX_SMALL_SIZE && resize_large_in_place(p, usable, size);
     }
 
+    // The checks build: a small object realloc resizes must be one handed
+    // out and not freed since (realloc frees it when it moves).
+    SNMALLOC_SLOW_PATH inline void check_live(void* p)
+    {
+      const PagemapEntry& entry = pagemap.entry_of(p);
+      if (is_tag(entry.get_owner()))
+        return; // sampled: the profiler checks its own
+      const auto* meta = reinterpret_cast<const SlabMeta*>(entry.get_meta());
+      if (!meta->is_object_start(p))
+        report_bad_free(BadFree::Interior, p);
+      if (FreeObject::from(p)->marked_free())
+        report_bad_free(BadFree::DoubleFree, p);
+    }
+
     // Move realloc's `bytes` out of the large object p into q: by remapping
     // pages where q is a large run too, else by copying.
     inline void move_contents(void* q, void* p, size_t bytes)
@@ -286,13 +309,25 @@ namespace snmalloc
     }
   } // namespace detail
 
+  // Bytes an allocation of `size` bytes (no alignment asked) is given.
+  inline size_t usable_size_for(size_t size)
+  {
+    if (size == 0)
+      size = 1;
+    return size <= config::MAX_SMALL_SIZE ? sizeclass_to_size(size_to_sizeclass(size))
+                                          : large_size(size);
+  }
+
   // A sized free that missed the fast path: the object must be at least
   // `size` bytes.  (A smaller size proves nothing: an aligned allocation
-  // is larger than the size its caller frees it with.)
-  SNMALLOC_SLOW_PATH inline void dealloc_sized_slow(void* p, size_t size) noexcept
+  // is larger than the size its caller frees it with.)  `exact`: the size
+  // is the one the object was allocated with, no alignment asked (operator
+  // delete(p, size)), so the object is of that size's class.
+  template<bool exact = false>
+  SNMALLOC_SLOW_PATH void dealloc_sized_slow(void* p, size_t size) noexcept
   {
     size_t usable = alloc_size(p);
-    if (usable != 0 && size > usable)
+    if (usable != 0 && (size > usable || (exact && usable_size_for(size) != usable)))
       report_bad_free(BadFree::SizeMismatch, p);
     dealloc_slow(p);
   }
@@ -305,6 +340,16 @@ namespace snmalloc
       dealloc_sized_slow(p, size); // the size is checked on every path
     else if (!dealloc_fast(p))
       dealloc_sized_slow(p, size);
+  }
+
+  // operator delete(p, size): `size` is what operator new was asked for.
+  // The checks build checks it exactly; otherwise as dealloc(p, size).
+  SNMALLOC_FAST_PATH void dealloc_as_allocated(void* p, size_t size)
+  {
+    if constexpr (config::checks)
+      dealloc_sized_slow<true>(p, size);
+    else
+      dealloc(p, size);
   }
 
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns
@@ -324,6 +369,11 @@ namespace snmalloc
     bool large = usable > config::MAX_SMALL_SIZE;
     if (large && !large_run::is_run(p))
       report_bad_free(BadFree::Interior, p);
+    if constexpr (config::checks)
+    {
+      if (!large)
+        detail::check_live(p);
+    }
     if (size < MAX_ALLOC_SIZE && detail::resize_in_place(p, usable, size))
     {
       if (large)

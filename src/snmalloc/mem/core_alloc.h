@@ -185,10 +185,21 @@ namespace snmalloc
     {
       while (f != nullptr)
       {
-        FreeObject* next = f->next_relaxed();
+        FreeObject* next = f->next_object();
         dealloc_local(f);
         f = next;
       }
+    }
+
+    // A link read from the message object `at`: the objects of a message
+    // are of many slabs, so each must at least be in the arena
+    // (dealloc_local checks the rest).  A link overwritten after the free
+    // (with encoded links, any overwrite) points elsewhere.
+    static FreeObject* message_link(const FreeObject* at, FreeObject* next)
+    {
+      if (next != nullptr && !pagemap.contains(next))
+        report_corrupt_link(at);
+      return next;
     }
 
     // Objects other threads freed for us.  Walks LANES chains at a time:
@@ -211,9 +222,12 @@ namespace snmalloc
             if (chains == nullptr)
               continue;
             f = chains;
-            chains = MessageQueue::next_chain(chains);
+            chains = message_link(f, MessageQueue::next_chain(f));
+            // The chain link took the place of the checks build's free mark.
+            if constexpr (config::checks)
+              f->mark_free();
           }
-          FreeObject* next = f->next_relaxed();
+          FreeObject* next = message_link(f, f->next_relaxed());
           dealloc_local(f);
           f = next;
           busy = true;

@@ -114,7 +114,7 @@ namespace snmalloc
     bool free_count_is(uint32_t expected) const
     {
       const FreeObject* f = free;
-      for (uint32_t i = 0; i < expected; i++, f = f->next_relaxed())
+      for (uint32_t i = 0; i < expected; i++, f = f->next_object())
       {
         if (f == nullptr)
           return false;
@@ -151,20 +151,39 @@ namespace snmalloc
         report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
     }
 
-    // The checks build, on every free: an object start, not already on the
-    // free list; its bytes past the link are poisoned, so a read after free
-    // sees no stale data.
-    SNMALLOC_SLOW_PATH void check_and_poison(void* p)
+    // The checks build, on every free by the program, on whichever thread:
+    // an object start, not free already (its free mark, see ds/freelist.h,
+    // is set from its free until it is handed out again, on the slab's
+    // list, in a thread's fast list or in a message).  Any thread may call
+    // this: it reads only fields fixed while the slab lives.  The bytes
+    // past the link and the mark are poisoned, so a read after free sees no
+    // stale data (before the mark: the checked memset stops at writes to
+    // freed objects, override/checked_copies.h).
+    SNMALLOC_SLOW_PATH void check_free(void* p) const
+    {
+      if (!is_object_start(p))
+        report_bad_free(BadFree::Interior, p);
+      FreeObject* f = FreeObject::from(p);
+      if (f->marked_free())
+        report_bad_free(BadFree::DoubleFree, p);
+      size_t size = sizeclass_to_size(sizeclass);
+      std::memset(static_cast<char*>(p) + POISON_FROM, POISON, size - POISON_FROM);
+      f->mark_free();
+    }
+
+    // The checks build, on every push onto the list: not on it already (a
+    // mark overwritten by a write after free leaves this exact test).
+    SNMALLOC_SLOW_PATH void check_not_listed(void* p)
     {
       if (!is_object_start(p))
         report_bad_free(BadFree::Interior, p);
       size_t size = sizeclass_to_size(sizeclass);
       if (!on_free_list.add((reinterpret_cast<uintptr_t>(p) - base) / size))
         report_bad_free(BadFree::DoubleFree, p);
-      std::memset(static_cast<char*>(p) + sizeof(FreeObject), POISON, size - sizeof(FreeObject));
     }
 
     static constexpr int POISON = 0xdf;
+    static constexpr size_t POISON_FROM = 2 * sizeof(uintptr_t); // link, mark
 
     void init(void* slab_base, sizeclass_t sc)
     {
@@ -212,17 +231,24 @@ namespace snmalloc
       {
         FreeObject* f = FreeObject::from(reinterpret_cast<void*>(base + i * size));
         f->set_next(free);
+        if constexpr (config::checks)
+          f->mark_free();
         free = f;
       }
       untouched -= n;
     }
 
     // Return one object; true when the slab needs attention (wake or release).
+    // An object already at the head of the list is freed twice: caught at
+    // once for the cost of a compare (a free, then a free of the same
+    // pointer with no free of the slab's in between).
     SNMALLOC_FAST_PATH bool push(void* p)
     {
       if constexpr (config::checks)
-        check_and_poison(p);
+        check_not_listed(p);
       FreeObject* f = FreeObject::from(p);
+      if (SNMALLOC_UNLIKELY(f == free))
+        report_bad_free(BadFree::DoubleFree, p);
       f->set_next(free);
       free = f;
       return --needed == 0;

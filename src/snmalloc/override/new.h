@@ -140,11 +140,11 @@ SNMALLOC_EXPORT void operator delete[](void* p) noexcept
 }
 SNMALLOC_EXPORT void operator delete(void* p, size_t size) noexcept
 {
-  snmalloc::dealloc(p, size);
+  snmalloc::dealloc_as_allocated(p, size);
 }
 SNMALLOC_EXPORT void operator delete[](void* p, size_t size) noexcept
 {
-  snmalloc::dealloc(p, size);
+  snmalloc::dealloc_as_allocated(p, size);
 }
 SNMALLOC_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept
 {

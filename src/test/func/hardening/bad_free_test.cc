@@ -139,6 +139,27 @@ TEST_CASE("double free of a small object", "[bad-free]")
   }
 }
 
+TEST_CASE("a small object freed twice in a row is caught at the second free", "[bad-free]")
+{
+  // The free fast path's one compare: the object is already its slab's
+  // last freed.  The child must stop at the second free, before the exit.
+  for (size_t size : {16, 48, 4096})
+  {
+    CAPTURE(size);
+    void* keep = std::malloc(size); // the slab stays after p's free
+    check_dies_naming(
+      [size](auto tell) {
+        void* p = std::malloc(size);
+        tell(p);
+        std::free(p);
+        std::free(hide(p));
+        ::_exit(0);
+      },
+      "double free of");
+    std::free(keep);
+  }
+}
+
 TEST_CASE("double free of a small object by two other threads", "[bad-free]")
 {
   for (size_t size : {16, 4096})

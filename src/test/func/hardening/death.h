@@ -75,11 +75,12 @@ namespace hardening_test
     return WIFEXITED(status) && WEXITSTATUS(status) == RAN_CLEAN;
   }
 
-  // The one line a bad free of `p` must print: "<what> 0x<hex>".
-  inline std::string fatal_line(const char* what, const void* p)
+  // The one line a bad free of `p` must print: "<what> 0x<hex>"; other
+  // diagnostics than free()'s have another `prefix`.
+  inline std::string fatal_line(const char* what, const void* p, const char* prefix = "free(): ")
   {
     char line[200];
-    std::snprintf(line, sizeof(line), "snmalloc: fatal: free(): %s %p\n", what, p);
+    std::snprintf(line, sizeof(line), "snmalloc: fatal: %s%s %p\n", prefix, what, p);
     return line;
   }
 
@@ -106,7 +107,7 @@ namespace hardening_test
   // For pointers only the child knows: it calls f(tell), where tell(p)
   // passes p back through a pipe, and the line must name that p.
   template<typename F>
-  void check_dies_naming(F&& f, const char* what)
+  void check_dies_naming(F&& f, const char* what, const char* prefix = "free(): ")
   {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -121,6 +122,6 @@ namespace hardening_test
     ::close(fds[0]);
     CHECK(end.exit_code == 0);
     CHECK(end.signal == SIGABRT);
-    CHECK(end.stderr_text == fatal_line(what, told));
+    CHECK(end.stderr_text == fatal_line(what, told, prefix));
   }
 } // namespace hardening_test
