@@ -16,6 +16,16 @@ extern "C" {
 /* Start sampling, one sample per `mean_interval_bytes` allocated bytes on
    average (1 samples every allocation).  EINVAL for 0. */
 int snmalloc_profile_start(size_t mean_interval_bytes);
+/* Sampling modes (docs/profiling.md, "Sampling modes"). */
+#define SNMALLOC_PROFILE_MODE_BYTES 0 /* Poisson on bytes, mean interval `rate` bytes */
+#define SNMALLOC_PROFILE_MODE_COUNT 1 /* each allocation with probability 1/rate */
+#define SNMALLOC_PROFILE_MODE_SIZECLASS 2 /* one in every `rate` allocations of each sizeclass */
+/* Start sampling in `mode` (one of the above) at `rate` bytes or
+   allocations; 1 samples every allocation.  EINVAL for rate 0 or an
+   unknown mode. */
+int snmalloc_profile_start_mode(int mode, size_t rate);
+/* The mode of the last start (SNMALLOC_PROFILE_MODE_BYTES before any). */
+int snmalloc_profile_mode(void);
 /* Take no more samples; those taken stay until their objects are freed. */
 int snmalloc_profile_stop(void);
 int snmalloc_profile_is_active(void);
@@ -44,12 +54,14 @@ struct snmalloc_profile_sample
   uintptr_t address;
   size_t requested_size;
   size_t allocated_size; /* the size it occupies (its sizeclass) */
-  double weight; /* objects it stands for: 1 / (1 - exp(-allocated_size / interval)) */
-  size_t interval; /* mean sampling interval in force when it was taken */
+  double weight; /* objects it stands for: 1 / (1 - exp(-allocated_size / interval))
+                    in bytes mode, interval in the others */
+  size_t interval; /* sampling rate in force when it was taken (bytes or allocations) */
   uint64_t thread_id; /* OS thread id of the allocating thread */
   int64_t time_ns; /* CLOCK_REALTIME when it was sampled */
   uint32_t depth;
   const uintptr_t* frames; /* return addresses, innermost first; valid for the life of the process */
+  uint32_t mode; /* SNMALLOC_PROFILE_MODE_* it was sampled in */
 };
 
 /* A copy of the live samples, taken under the profiler's locks into memory

@@ -19,9 +19,10 @@ pub struct snmalloc_profile_sample {
     pub requested_size: usize,
     /// The size the object occupies (its sizeclass).
     pub allocated_size: usize,
-    /// Objects this sample stands for: 1 / (1 - exp(-allocated_size / interval)).
+    /// Objects this sample stands for: 1 / (1 - exp(-allocated_size / interval))
+    /// in bytes mode, `interval` in the others.
     pub weight: f64,
-    /// Mean sampling interval in force when the sample was taken.
+    /// Sampling rate in force when the sample was taken (bytes or allocations).
     pub interval: usize,
     /// OS thread id (gettid) of the allocating thread.
     pub thread_id: u64,
@@ -30,7 +31,14 @@ pub struct snmalloc_profile_sample {
     pub depth: u32,
     /// `depth` return addresses, innermost first; valid for the life of the process.
     pub frames: *const usize,
+    /// `SNMALLOC_PROFILE_MODE_*` it was sampled in.
+    pub mode: u32,
 }
+
+/// Sampling modes (`snmalloc_profile_start_mode`).
+pub const SNMALLOC_PROFILE_MODE_BYTES: c_int = 0;
+pub const SNMALLOC_PROFILE_MODE_COUNT: c_int = 1;
+pub const SNMALLOC_PROFILE_MODE_SIZECLASS: c_int = 2;
 
 /// A copy of the live samples (opaque).
 #[repr(C)]
@@ -66,6 +74,11 @@ extern "C" {
     // Control and dump (snmalloc_profile.h).
     /// EINVAL for 0.
     pub fn snmalloc_profile_start(mean_interval_bytes: usize) -> c_int;
+    /// `mode` is a `SNMALLOC_PROFILE_MODE_*`; `rate` bytes or allocations.
+    /// EINVAL for rate 0 or an unknown mode.
+    pub fn snmalloc_profile_start_mode(mode: c_int, rate: usize) -> c_int;
+    /// The mode of the last start.
+    pub fn snmalloc_profile_mode() -> c_int;
     pub fn snmalloc_profile_stop() -> c_int;
     /// 1 while sampling, else 0.
     pub fn snmalloc_profile_is_active() -> c_int;

@@ -301,7 +301,7 @@ namespace snmalloc::profile
       kept_count_ = 0;
       kept_first_ = 0;
       set_max_depth(c.depth);
-      start(c.rate);
+      start(c.mode, c.rate != 0 ? c.rate : default_rate(c.mode));
       if (c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report)
         register_at_exit_locked();
       bool helper =

@@ -13,12 +13,13 @@ namespace snmalloc::profile::c_api_detail
     out->address = v.address;
     out->requested_size = v.requested_size;
     out->allocated_size = v.allocated_size;
-    out->weight = sample_weight(v.allocated_size, v.interval);
+    out->weight = sample_weight(v.mode, v.allocated_size, v.interval);
     out->interval = v.interval;
     out->thread_id = v.thread_id;
     out->time_ns = v.time_ns;
     out->depth = stack != nullptr ? stack->depth : 0;
     out->frames = stack != nullptr ? stack->frames : nullptr;
+    out->mode = uint32_t(v.mode);
   }
 } // namespace snmalloc::profile::c_api_detail
 
@@ -32,6 +33,16 @@ extern "C"
   SNMALLOC_EXPORT int snmalloc_profile_start(size_t mean_interval_bytes)
   {
     return snmalloc::profile::start(mean_interval_bytes);
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_start_mode(int mode, size_t rate)
+  {
+    return snmalloc::profile::start(snmalloc::profile::SampleMode(mode), rate);
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_mode(void)
+  {
+    return int(snmalloc::profile::mode());
   }
 
   SNMALLOC_EXPORT int snmalloc_profile_stop(void)

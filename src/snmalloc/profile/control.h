@@ -6,6 +6,8 @@
 //              new interval up at their next refill.  Calling start again
 //              changes R; samples already taken keep the R they were taken
 //              with, which the dump uses to unbias them.
+//   start(mode, N)  the same in one of the modes of sample_mode.h: for
+//              count and sizeclass, N is a number of allocations.
 //   stop()     take no more samples.  Samples already taken stay in the
 //              profile until their objects are freed, so a dump after stop
 //              still shows what is live.
@@ -41,15 +43,21 @@ namespace snmalloc::profile
     }
   };
 
-  inline int start(size_t mean_interval_bytes = DEFAULT_INTERVAL)
+  inline int start(SampleMode mode, size_t rate)
   {
-    if (mean_interval_bytes == 0)
+    if (rate == 0 || uint32_t(mode) > uint32_t(SampleMode::SizeClass))
       return EINVAL;
     if (settings.interval.load() == 0)
       settings.start_time_ns.store(Pal::time_ns());
-    settings.interval.store(mean_interval_bytes);
+    settings.mode.store(mode);
+    settings.interval.store(rate);
     settings.epoch.fetch_add(1, std::memory_order_release);
     return 0;
+  }
+
+  inline int start(size_t mean_interval_bytes = DEFAULT_INTERVAL)
+  {
+    return start(SampleMode::Bytes, mean_interval_bytes);
   }
 
   inline int stop()
@@ -67,6 +75,12 @@ namespace snmalloc::profile
   inline size_t interval()
   {
     return settings.interval.load();
+  }
+
+  // The mode of the last start() (bytes before any).
+  inline SampleMode mode()
+  {
+    return settings.mode.load();
   }
 
   // Samples dropped because memory ran out, since the process started.
@@ -98,11 +112,13 @@ namespace snmalloc::profile
       Buckets b = aggregate(live);
       int64_t started = settings.start_time_ns.load();
       size_t r = settings.interval.load();
+      SampleMode m = settings.mode.load();
       ProfileHeader header{
-        r != 0 ? r : DEFAULT_INTERVAL,
+        r != 0 ? r : default_rate(m),
         when,
         started != 0 && when > started ? when - started : 0,
-        settings.samples_dropped.load(std::memory_order_relaxed)};
+        settings.samples_dropped.load(std::memory_order_relaxed),
+        m};
       std::vector<uint8_t> bytes;
       encode_pprof(header, b.rows.data(), b.rows.size(), bytes);
       return bytes;

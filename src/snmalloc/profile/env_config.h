@@ -2,7 +2,7 @@
 // Layer profile: configuration from the environment, for programs that get
 // the profiler by LD_PRELOAD and cannot call start() themselves.
 //
-//   SNMALLOC_PROFILE=rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
+//   SNMALLOC_PROFILE=mode=bytes,rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
 //                    dump_at_exit=1,dump_on_signal=SIGUSR2,
 //                    peak_path=/tmp/peak.%p.pb.gz,dump_every=1g,dump_period=60,
 //                    dump_on_growth=256m,keep=10,leak_report=1
@@ -11,6 +11,10 @@
 // MiB, GiB).  dump_every, dump_period and dump_on_growth write numbered
 // profiles to `path` from the helper thread; keep=N removes all but the
 // newest N of those automatic ones.
+//
+// mode is bytes, count or sizeclass (sample_mode.h); rate is then bytes, or
+// allocations (the suffixes still multiply by 1024), and defaults to the
+// mode's default_rate.
 //
 // Setting the variable at all starts profiling (at 512 KiB unless `rate`
 // says otherwise); an empty value means all defaults.  Parsed once at
@@ -29,7 +33,8 @@ namespace snmalloc::profile
 
   struct EnvConfig
   {
-    size_t rate = DEFAULT_INTERVAL;
+    SampleMode mode = SampleMode::Bytes;
+    size_t rate = 0; // 0: default_rate(mode)
     size_t depth = DEFAULT_DEPTH;
     char path[PATH_CAPACITY] = "snmalloc-heap.%p.%n.pb.gz";
     bool dump_at_exit = false;
@@ -182,11 +187,19 @@ namespace snmalloc::profile
       }
       Text key{item.data, size_t(eq - item.data)};
       Text value{eq + 1, item.size - key.size - 1};
-      if (key.is("rate"))
+      if (key.is("mode"))
+      {
+        if (!parse_mode(value.data, value.size, cfg.mode))
+        {
+          complain("mode must be bytes, count or sizeclass, got", value);
+          return false;
+        }
+      }
+      else if (key.is("rate"))
       {
         if (!parse_bytes(value, 1, size_t(1) << 40, cfg.rate))
         {
-          complain("rate must be a number of bytes (k, m, g suffixes) from 1 to 2^40, got", value);
+          complain("rate must be a number (k, m, g suffixes) from 1 to 2^40, got", value);
           return false;
         }
       }

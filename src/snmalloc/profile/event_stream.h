@@ -29,6 +29,7 @@ namespace snmalloc::profile
     int64_t time_ns;
     uint32_t stack_id;
     uint32_t thread_id;
+    SampleMode mode;
   };
 
   struct Event
@@ -139,7 +140,8 @@ namespace snmalloc::profile
       r->interval,
       r->time_ns,
       r->stack_id,
-      r->thread_id};
+      r->thread_id,
+      r->mode};
   }
 
   inline void emit_event(EventKind kind, SampleRecord* r)

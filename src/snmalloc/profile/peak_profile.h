@@ -7,7 +7,8 @@
 // ones: those paths stay as they are).  When a sample lifts it above the
 // level of the last copy by a step, the thread that took the sample copies
 // the live set (live_samples.h) and the step is set anew from the copy's
-// bytes: a 32nd of them, and at least 16 sampling intervals.  So a heap
+// bytes: a 32nd of them, and at least 16 sampling intervals (16 samples'
+// worth in count and sizeclass modes).  So a heap
 // hovering at its peak copies nothing, the copy kept is within a 32nd of
 // the true peak (plus sampling error), and the copying is bounded: between
 // two copies the estimate grew by a 32nd at least, so each sample taken
@@ -121,7 +122,7 @@ namespace snmalloc::profile
     SampleBuffer spare_;
     pid_t forking_pid_ = 0; // set under the lock, across fork()
 
-    SNMALLOC_SLOW_PATH void copy_live_set(size_t interval)
+    SNMALLOC_SLOW_PATH void copy_live_set(int64_t step_unit)
     {
       if (copying_.exchange(true, std::memory_order_acquire))
         return;
@@ -138,7 +139,7 @@ namespace snmalloc::profile
       // own weights instead was a third of the copy's cost).
       int64_t bytes = live_bytes_.load(std::memory_order_relaxed);
       int64_t step = bytes / STEP_DIVISOR;
-      int64_t min_step = int64_t(interval) * MIN_STEP_INTERVALS;
+      int64_t min_step = step_unit * MIN_STEP_INTERVALS;
       copy_above_.store(bytes + (step > min_step ? step : min_step), std::memory_order_relaxed);
       {
         LockGuard g(lock_);
@@ -155,24 +156,20 @@ namespace snmalloc::profile
     }
 
   public:
-    // The unbiased bytes one sample stands for.
-    static int64_t contribution(size_t size, size_t interval)
-    {
-      return int64_t(sample_weight(size, interval) * double(size));
-    }
-
-    // A sample standing for `bytes` (its contribution) was taken at
-    // interval R (call with the ProfilerGuard held: a copy allocates).
-    void added(int64_t bytes, size_t interval)
+    // A sample standing for `bytes` was taken at `rate` (call with the
+    // ProfilerGuard held: a copy allocates).  The least step is counted in
+    // sampling intervals in bytes mode, in such samples in the others.
+    void added(int64_t bytes, SampleRate rate)
     {
       int64_t now = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
       if (SNMALLOC_UNLIKELY(now > copy_above_.load(std::memory_order_relaxed)))
-        copy_live_set(interval);
+        copy_live_set(rate.mode == SampleMode::Bytes ? int64_t(rate.interval) : bytes);
     }
 
-    void removed(size_t size, size_t interval)
+    void removed(const SampleRecord* r)
     {
-      live_bytes_.fetch_sub(contribution(size, interval), std::memory_order_relaxed);
+      live_bytes_.fetch_sub(
+        sample_bytes(r->mode, r->allocated_size, r->interval), std::memory_order_relaxed);
     }
 
     struct Copy

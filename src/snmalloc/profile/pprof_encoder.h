@@ -38,6 +38,7 @@
 // "f()" stays, "(anonymous namespace)::g()" becomes "::g").
 
 #include "protobuf_writer.h"
+#include "sample_mode.h"
 #include "symbolize.h"
 
 #include <algorithm>
@@ -67,10 +68,11 @@ namespace snmalloc::profile
 
   struct ProfileHeader
   {
-    uint64_t period; // Mean sampling interval R in bytes.
+    uint64_t period; // The rate: R bytes, or N allocations.
     int64_t time_nanos; // Wall clock of the dump.
     int64_t duration_nanos; // Since profiling started (0 if unknown).
     uint64_t samples_dropped; // Out of memory; said in a comment when not 0.
+    SampleMode mode = SampleMode::Bytes; // Said by the period type and a comment.
   };
 
   // Functions that are the allocator itself, for pprof's drop_frames: pprof
@@ -336,6 +338,21 @@ namespace snmalloc::profile
         }
       }
 
+      static std::string mode_comment(const ProfileHeader& header)
+      {
+        std::string n = std::to_string(header.period);
+        switch (header.mode)
+        {
+          case SampleMode::Count:
+            return "sampling mode: count, each allocation with probability 1/" + n;
+          case SampleMode::SizeClass:
+            return "sampling mode: sizeclass, one in every " + n +
+              " allocations of each sizeclass";
+          default:
+            return "sampling mode: bytes, Poisson with a mean interval of " + n + " bytes";
+        }
+      }
+
     public:
       explicit PprofEncoder(std::vector<uint8_t>& out) : writer(out) {}
 
@@ -369,8 +386,14 @@ namespace snmalloc::profile
         writer.int64_field(profile_field::drop_frames, strings.intern(allocator_frames_regex));
         writer.int64_field(profile_field::time_nanos, header.time_nanos);
         writer.int64_field(profile_field::duration_nanos, header.duration_nanos);
-        write_value_type(profile_field::period_type, "space", "bytes");
+        // pprof shows the period with its type ("space 524288 bytes",
+        // "objects 8192 count"); the comment says what it means.
+        if (header.mode == SampleMode::Bytes)
+          write_value_type(profile_field::period_type, "space", "bytes");
+        else
+          write_value_type(profile_field::period_type, "objects", "count");
         writer.uint64_field(profile_field::period, header.period);
+        writer.int64_field(profile_field::comment, strings.intern(mode_comment(header)));
         if (header.samples_dropped != 0)
         {
           std::string note = "samples dropped (out of memory): " +

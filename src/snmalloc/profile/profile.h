@@ -4,7 +4,8 @@
 // mem, backend, ds, pal and ds_core; nothing in those includes it.
 //
 // Pipeline, one file per stage:
-//   decide    sampler.h         Poisson sample points, free-list split
+//   decide    sample_mode.h     bytes, count, sizeclass: rates and weights
+//             sampler.h         where the next sample falls, free-list split
 //   record    stack_capture.h   libunwind raw return addresses
 //             stack_table.h     interned stacks + cumulative counts
 //   keep      sample_list.h     per-allocator live sample lists

@@ -31,14 +31,14 @@ namespace snmalloc::profile
   // allocation normally.
   template<typename Place>
   SNMALLOC_SLOW_PATH SampleRecord* record_sample(
-    SampleList& list, size_t requested, size_t size, size_t interval, Place&& place)
+    SampleList& list, size_t requested, size_t size, SampleRate rate, Place&& place)
   {
     if (in_profiler)
       return nullptr;
     ProfilerGuard guard;
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
-    double w = sample_weight(size, interval);
+    double w = sample_weight(rate.mode, size, rate.interval);
     uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
     SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
@@ -48,7 +48,8 @@ namespace snmalloc::profile
     }
     r->requested_size = requested;
     r->allocated_size = size;
-    r->interval = interval;
+    r->interval = rate.interval;
+    r->mode = rate.mode;
     r->time_ns = Pal::time_ns();
     r->stack_id = id;
     r->thread_id = this_thread_id();
@@ -60,16 +61,16 @@ namespace snmalloc::profile
     list.insert(r);
     emit_event(EventKind::Alloc, r);
     int64_t bytes = int64_t(w * double(size));
-    peak_profile.added(bytes, interval);
+    peak_profile.added(bytes, rate);
     dump_triggers.sampled(bytes);
     return r;
   }
 
   // A new sampled object from the profile pool; nullptr as above.
   inline void* take_sample(
-    SampleList& list, size_t requested, size_t size, size_t align, bool zero, size_t interval)
+    SampleList& list, size_t requested, size_t size, size_t align, bool zero, SampleRate rate)
   {
-    SampleRecord* r = record_sample(list, requested, size, interval, [&] {
+    SampleRecord* r = record_sample(list, requested, size, rate, [&] {
       return profile_pool.alloc(size, align, zero);
     });
     return r == nullptr ? nullptr : r->object;
@@ -80,7 +81,7 @@ namespace snmalloc::profile
   {
     emit_event(EventKind::Free, r);
     r->list->remove(r);
-    peak_profile.removed(r->allocated_size, r->interval);
+    peak_profile.removed(r);
   }
 
   struct Profiler
@@ -100,12 +101,6 @@ namespace snmalloc::profile
         b = {};
       }
 
-      // Large allocations count down on their slow path: do `bytes` more
-      // hold the next sample point?
-      bool large_holds_point(size_t bytes)
-      {
-        return sampler_.refresh() && sampler_.large_contains_point(bytes);
-      }
 
     public:
       bool sample_due(sizeclass_t sc) const
@@ -118,7 +113,7 @@ namespace snmalloc::profile
       {
         if (!sampler_.refresh())
           return b;
-        size_t before = sampler_.objects_before_point(b.count, sizeclass_to_size(sc));
+        size_t before = sampler_.objects_before_point(sc, b.count, sizeclass_to_size(sc));
         if (before == b.count)
           return b;
         Batch front = b.take_front(before);
@@ -139,7 +134,7 @@ namespace snmalloc::profile
         if (sampler_.refresh())
         {
           size_t s = sizeclass_to_size(sc);
-          if (void* p = take_sample(samples_, size, s, align, false, sampler_.interval()))
+          if (void* p = take_sample(samples_, size, s, align, false, sampler_.rate()))
           {
             core.dealloc_local(point);
             result = p;
@@ -164,14 +159,14 @@ namespace snmalloc::profile
       SNMALLOC_SLOW_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
       {
         size_t s = large_size(size);
-        if (!large_holds_point(s))
+        if (!(sampler_.refresh() && sampler_.large_contains_point(s)))
           return nullptr;
-        return take_sample(samples_, size, s, align, zero, sampler_.interval());
+        return take_sample(samples_, size, s, align, zero, sampler_.rate());
       }
 
       // realloc grew the large run at `p` in place by `added` bytes, to
-      // `bytes`.  The added bytes are allocated, so they count down to the
-      // next sample point; if they hold one, the object becomes a sample
+      // `bytes`.  The added bytes are allocated, so in bytes mode they
+      // count down to the next sample point; if they hold one, the object becomes a sample
       // where it stands (a large object's record is out of band), recorded
       // at the realloc as a new allocation of its new size, and a sampled
       // one's old record goes as at a free.  Otherwise a sampled object just
@@ -179,12 +174,13 @@ namespace snmalloc::profile
       // sampled with probability 1 - exp(-s/R), as its weight assumes, and a
       // buffer grown from small to huge in place is not missed.  (A move
       // instead is a new allocation, sampled afresh for the whole size: the
-      // same probability.)
+      // same probability.)  In the other modes an object is sampled at its
+      // allocation with a probability its size does not change.
       void grew_in_place(void* p, size_t requested, size_t added, size_t bytes, bool sampled)
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
-        if (large_holds_point(added) &&
-            record_sample(samples_, requested, bytes, sampler_.interval(), [&] {
+        if (sampler_.refresh() && sampler_.growth_contains_point(added) &&
+            record_sample(samples_, requested, bytes, sampler_.rate(), [&] {
               return profile_pool.adopt_run(p);
             }) != nullptr)
         {
@@ -198,9 +194,10 @@ namespace snmalloc::profile
         if (old != nullptr)
         {
           ProfilerGuard guard; // a new peak copies the live set, allocating
-          peak_profile.removed(old->allocated_size, old->interval);
+          peak_profile.removed(old);
           old->allocated_size = bytes;
-          peak_profile.added(PeakProfile::contribution(bytes, old->interval), old->interval);
+          peak_profile.added(
+            sample_bytes(old->mode, bytes, old->interval), {old->mode, old->interval});
         }
       }
 

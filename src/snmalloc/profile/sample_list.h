@@ -32,7 +32,7 @@ namespace snmalloc::profile
     // being the last bytes of them; 0 when the object is a chunk run of its
     // own and the record a separate block, found through the pagemap.
     uint32_t lead;
-    uint32_t unused_padding;
+    SampleMode mode; // how it was sampled: with `interval`, its weight
 
     // A freed record points at itself: a second free of its object is told
     // from a free of a pointer into some object, whose "record" is bytes of

@@ -1,41 +1,54 @@
 #pragma once
-// Layer profile, stage "decide": byte-weighted Poisson sampling.
+// Layer profile, stage "decide": where the next sample falls, in each of
+// the modes of sample_mode.h.
 //
-// Sample points fall on the stream of bytes a thread allocates as a Poisson
-// process of rate 1/R: the distance to the next point is exponential with
-// mean R, drawn from a per-thread generator.  An object of s bytes contains
-// a point with probability p(s) = 1 - exp(-s/R), so a sampled object stands
-// for 1/p(s) objects and s/p(s) bytes (the dump writes these, see
-// snapshot.h).  Distances are memoryless, so after a sampled object the next
-// distance is drawn afresh from the object's end.
+// bytes: sample points fall on the stream of bytes a thread allocates as a
+// Poisson process of rate 1/R: the distance to the next point is
+// exponential with mean R, drawn from a per-thread generator.  An object of
+// s bytes contains a point with probability p(s) = 1 - exp(-s/R).
+// Distances are memoryless, so after a sampled object the next distance is
+// drawn afresh from the object's end.
+// count: the same countdown over allocations instead of bytes, each object
+// one unit; the number of unsampled allocations before the next sampled
+// one is geometric with p = 1/N, so each allocation is sampled with p.
+// sizeclass: one countdown per sizeclass (and per power of two of large
+// sizes), running through blocks of N allocations with one sampled
+// allocation at a uniform place in each.
 //
-// Bytes are counted when a refill hands a batch to the fast free list, not
+// Units are counted when a refill hands a batch to the fast free list, not
 // per malloc: the fast path has no countdown.  If the batch (n objects of s
 // bytes) reaches the next point, only the objects before it go to the fast
 // list; the rest are held back, the first of them being the one the point
 // falls in.  When the fast list runs dry, refill finds the held-back batch
 // and serves that allocation as a sample (profiler.h).  Large allocations
-// count down on their own slow path.
+// count down on their own slow path, a batch of one.
 
 #include "settings.h"
 
-#include <cmath>
-
 namespace snmalloc::profile
 {
-  // Unbiased weight of one sampled object of `size` bytes taken at mean
-  // interval R: it stands for 1 / (1 - exp(-size/R)) objects.
-  inline double sample_weight(size_t size, size_t interval)
-  {
-    return 1.0 / -std::expm1(-double(size) / double(interval));
-  }
-
   class Sampler
   {
+    // A countdown: units (bytes or allocations) before the next sample
+    // point; in sizeclass mode also the allocations left in the current
+    // block after its sampled one.
+    struct Countdown
+    {
+      size_t until = 0;
+      size_t rest_of_block = 0;
+    };
+
+    // Strata of sizeclass mode: the small classes, then large sizes by
+    // the bit length of their size (65 KiB .. 2^63).
+    static constexpr size_t LARGE_STRATA = bits::BITS - bits::log2_floor(config::MAX_SMALL_SIZE);
+    static constexpr size_t STRATA = NUM_SMALL_CLASSES + LARGE_STRATA;
+
     uint64_t rng_ = 0;
     uint64_t epoch_ = 0;
     size_t interval_ = 0;
-    size_t bytes_until_sample_ = 0;
+    SampleMode mode_ = SampleMode::Bytes;
+    Countdown shared_; // bytes and count modes
+    Countdown strata_[STRATA];
 
     uint64_t next_random()
     {
@@ -48,18 +61,74 @@ namespace snmalloc::profile
       return rng_ * 0x2545F4914F6CDD1DULL;
     }
 
-  public:
-    // Distance to the next sample point.  At R == 1 every byte is a point,
-    // which samples every allocation (the exact mode tests rely on it).
-    size_t draw()
+    // Uniform in (0, 1].
+    double uniform_open()
     {
-      if (interval_ <= 1)
-        return 0;
-      // u uniform in (0, 1]
-      double u = double((next_random() >> 11) + 1) * 0x1.0p-53;
-      return static_cast<size_t>(-std::log(u) * double(interval_));
+      return double((next_random() >> 11) + 1) * 0x1.0p-53;
     }
 
+    // Uniform in [0, n), n < 2^64.
+    size_t uniform_below(size_t n)
+    {
+      return size_t((unsigned __int128)next_random() * n >> 64);
+    }
+
+    // The units to the next point after one (or after the start).  At
+    // interval 1 every unit is a point, so every allocation is sampled (the
+    // exact tests rely on it).
+    void draw(Countdown& c)
+    {
+      if (interval_ <= 1)
+      {
+        c.until = 0;
+        return;
+      }
+      switch (mode_)
+      {
+        case SampleMode::Bytes:
+          c.until = size_t(-std::log(uniform_open()) * double(interval_));
+          return;
+        case SampleMode::Count:
+          // Failures before a success of probability 1/N.
+          c.until = size_t(std::log(uniform_open()) / std::log1p(-1.0 / double(interval_)));
+          return;
+        case SampleMode::SizeClass:
+        {
+          size_t place = uniform_below(interval_);
+          c.until = c.rest_of_block + place;
+          c.rest_of_block = interval_ - 1 - place;
+          return;
+        }
+      }
+    }
+
+    size_t large_stratum(size_t size) const
+    {
+      size_t s = NUM_SMALL_CLASSES + bits::log2_floor(size) - bits::log2_floor(config::MAX_SMALL_SIZE);
+      return s < STRATA ? s : STRATA - 1;
+    }
+
+    Countdown& countdown_of(size_t stratum)
+    {
+      return mode_ == SampleMode::SizeClass ? strata_[stratum] : shared_;
+    }
+
+    // How many of `count` objects of `unit` units come before c's point;
+    // all of them when the point lies beyond them.  When the point falls
+    // among them, the next one is drawn at once.
+    size_t before_point(Countdown& c, size_t count, size_t unit)
+    {
+      if (count * unit <= c.until)
+      {
+        c.until -= count * unit;
+        return count;
+      }
+      size_t before = c.until / unit;
+      draw(c);
+      return before;
+    }
+
+  public:
     // Pick up start()/stop(); false while profiling is stopped.
     bool refresh()
     {
@@ -68,41 +137,46 @@ namespace snmalloc::profile
       {
         epoch_ = e;
         interval_ = settings.interval.load(std::memory_order_relaxed);
-        bytes_until_sample_ = draw();
+        mode_ = settings.mode.load(std::memory_order_relaxed);
+        shared_ = {};
+        draw(shared_);
+        if (mode_ == SampleMode::SizeClass)
+        {
+          for (Countdown& c : strata_)
+          {
+            c = {};
+            draw(c);
+          }
+        }
       }
       return interval_ != 0;
     }
 
-    size_t interval() const
+    SampleRate rate() const
     {
-      return interval_;
+      return {mode_, interval_};
     }
 
-    // How many of `count` objects of `size` bytes come before the next
-    // sample point; all of them when the point lies beyond the batch.  When
-    // the point falls in the batch, the next distance is drawn at once.
-    size_t objects_before_point(size_t count, size_t size)
+    // How many of `count` objects of sizeclass `sc` come before the next
+    // sample point; all of them when the point lies beyond the batch.
+    size_t objects_before_point(sizeclass_t sc, size_t count, size_t size)
     {
-      if (count * size <= bytes_until_sample_)
-      {
-        bytes_until_sample_ -= count * size;
-        return count;
-      }
-      size_t before = bytes_until_sample_ / size;
-      bytes_until_sample_ = draw();
-      return before;
+      return before_point(countdown_of(sc), count, mode_ == SampleMode::Bytes ? size : 1);
     }
 
-    // A large allocation of `size` bytes: does it contain a point?
+    // A large allocation of `size` bytes: is it sampled?
     bool large_contains_point(size_t size)
     {
-      if (size <= bytes_until_sample_)
-      {
-        bytes_until_sample_ -= size;
-        return false;
-      }
-      bytes_until_sample_ = draw();
-      return true;
+      return before_point(
+               countdown_of(large_stratum(size)), 1, mode_ == SampleMode::Bytes ? size : 1) == 0;
+    }
+
+    // A large run grew in place by `added` bytes: do they hold a point?
+    // Only bytes are counted so: in the other modes a growth is no
+    // allocation.
+    bool growth_contains_point(size_t added)
+    {
+      return mode_ == SampleMode::Bytes && before_point(shared_, 1, added) == 0;
     }
   };
 } // namespace snmalloc::profile

@@ -2,20 +2,21 @@
 // Layer profile: the process-wide profiling settings that start() and
 // stop() change and every thread's sampler reads at its next refill.
 
-#include "../ds/ds.h"
+#include "sample_mode.h"
 
 namespace snmalloc::profile
 {
-  constexpr size_t DEFAULT_INTERVAL = size_t(512) * 1024;
   constexpr size_t DEFAULT_DEPTH = 64;
   constexpr size_t MAX_DEPTH = 256;
 
   struct Settings
   {
-    // Mean sampling interval in bytes; 0 while profiling is stopped.
+    // The sampling rate, in bytes or allocations as `mode` says; 0 while
+    // profiling is stopped.
     std::atomic<size_t> interval{0};
+    std::atomic<SampleMode> mode{SampleMode::Bytes};
     // Bumped by every start() and stop(): a sampler that sees a new epoch
-    // redraws its distance to the next sample with the new interval.
+    // redraws its distance to the next sample with the new interval and mode.
     std::atomic<uint64_t> epoch{0};
     std::atomic<size_t> max_depth{DEFAULT_DEPTH};
     std::atomic<int64_t> start_time_ns{0};

@@ -44,7 +44,7 @@ namespace snmalloc::profile
           entry.frames, entry.depth, entry.object_size, 0, 0, 0, 0, entry.requested_size,
           s.thread_id});
       }
-      double w = sample_weight(s.allocated_size, s.interval);
+      double w = sample_weight(s.mode, s.allocated_size, s.interval);
       b.rows[it->second].inuse_objects += w;
       b.rows[it->second].inuse_bytes += w * double(s.allocated_size);
     }

@@ -1,10 +1,11 @@
 //! Heap profiling: start and stop sampling, write pprof profiles, read the
 //! raw samples.
 //!
-//! Sampling is byte-weighted: with a mean interval of R bytes, each
-//! allocated byte is sampled with probability 1/R, so an object of `s`
+//! Sampling is byte-weighted by default: with a mean interval of R bytes,
+//! each allocated byte is sampled with probability 1/R, so an object of `s`
 //! bytes is sampled with probability `1 - exp(-s/R)` and a sampled object
-//! stands for `1 / (1 - exp(-s/R))` objects.  The profile written by [`dump`]
+//! stands for `1 / (1 - exp(-s/R))` objects.  [`start_mode`] chooses one of
+//! the other [`Mode`]s, which count allocations instead of bytes.  The profile written by [`dump`]
 //! already carries these unbiased estimates; [`Sample::weight`] gives them
 //! for the raw samples.  There is one profiler per process: these functions
 //! act on it from any thread.
@@ -55,6 +56,54 @@ fn check(code: c_int) -> io::Result<()> {
 pub fn start(interval_bytes: usize) -> io::Result<()> {
     // SAFETY: plain value argument.
     check(unsafe { sys::snmalloc_profile_start(interval_bytes) })
+}
+
+/// How samples are chosen (docs/profiling.md, "Sampling modes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Poisson sample points on the allocated bytes, a mean interval of
+    /// `rate` bytes apart (the default; 512 KiB).
+    Bytes,
+    /// Each allocation sampled with probability `1/rate`, whatever its
+    /// size: which sites allocate most often (default rate 8192).
+    Count,
+    /// One sample in every `rate` allocations of each sizeclass, so every
+    /// size is covered (default rate 8192).
+    SizeClass,
+}
+
+impl Mode {
+    fn raw(self) -> c_int {
+        match self {
+            Mode::Bytes => sys::SNMALLOC_PROFILE_MODE_BYTES,
+            Mode::Count => sys::SNMALLOC_PROFILE_MODE_COUNT,
+            Mode::SizeClass => sys::SNMALLOC_PROFILE_MODE_SIZECLASS,
+        }
+    }
+
+    pub(crate) fn from_raw(raw: c_int) -> Mode {
+        match raw {
+            sys::SNMALLOC_PROFILE_MODE_COUNT => Mode::Count,
+            sys::SNMALLOC_PROFILE_MODE_SIZECLASS => Mode::SizeClass,
+            _ => Mode::Bytes,
+        }
+    }
+}
+
+/// Starts sampling in `mode` at `rate`: a mean interval of `rate` bytes in
+/// [`Mode::Bytes`] (the same as [`start`]), `rate` allocations in the
+/// others; 1 samples every allocation.  Samples already taken keep the
+/// mode and rate they were taken with, so a dump stays unbiased across a
+/// change.  Fails with `EINVAL` (`ErrorKind::InvalidInput`) for 0.
+pub fn start_mode(mode: Mode, rate: usize) -> io::Result<()> {
+    // SAFETY: plain value arguments.
+    check(unsafe { sys::snmalloc_profile_start_mode(mode.raw(), rate) })
+}
+
+/// The mode of the last start ([`Mode::Bytes`] before any).
+pub fn mode() -> Mode {
+    // SAFETY: no arguments.
+    Mode::from_raw(unsafe { sys::snmalloc_profile_mode() })
 }
 
 /// Stops taking samples.  Samples already taken stay in the profile until

@@ -4,6 +4,8 @@ use std::slice;
 
 use snmalloc_prof_sys as sys;
 
+use super::Mode;
+
 /// A sampled object: where it is, how big, what it stands for, and the
 /// stack that allocated it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -14,11 +16,15 @@ pub struct Sample {
     pub requested_size: usize,
     /// The size the object occupies (its sizeclass), which the weight uses.
     pub allocated_size: usize,
-    /// How many objects this sample stands for:
-    /// `1 / (1 - exp(-allocated_size / interval))`; 1 at interval 1.
+    /// How many objects this sample stands for: in
+    /// [`Mode::Bytes`], `1 / (1 - exp(-allocated_size / interval))`;
+    /// `interval` in the other modes; 1 at interval 1.
     pub weight: f64,
-    /// The mean sampling interval in force when the sample was taken.
+    /// The sampling rate in force when the sample was taken: a mean
+    /// interval in bytes, or a number of allocations (see [`Sample::mode`]).
     pub interval: usize,
+    /// The mode the sample was taken in.
+    pub mode: Mode,
     /// OS thread id (`gettid`) of the allocating thread.
     pub thread_id: u64,
     /// Wall clock (`CLOCK_REALTIME`) when sampled, in nanoseconds since the
@@ -52,6 +58,7 @@ impl Sample {
             allocated_size: raw.allocated_size,
             weight: raw.weight,
             interval: raw.interval,
+            mode: Mode::from_raw(raw.mode as i32),
             thread_id: raw.thread_id,
             time_ns: raw.time_ns,
             frames,

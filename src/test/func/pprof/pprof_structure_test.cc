@@ -20,10 +20,13 @@ namespace
     Message profile;
     std::vector<std::string> strings;
 
-    explicit DecodedProfile(const std::vector<ProfileBucket>& buckets, uint64_t dropped = 0)
+    explicit DecodedProfile(
+      const std::vector<ProfileBucket>& buckets,
+      uint64_t dropped = 0,
+      SampleMode mode = SampleMode::Bytes)
     {
       std::vector<uint8_t> encoded;
-      encode_pprof({4096, 1, 2, dropped}, buckets.data(), buckets.size(), encoded);
+      encode_pprof({4096, 1, 2, dropped, mode}, buckets.data(), buckets.size(), encoded);
       profile = decode(std::string(encoded.begin(), encoded.end()));
       for (const Field& field : all(profile, 6))
         strings.push_back(field.bytes);
@@ -182,9 +185,41 @@ TEST_CASE("drop_frames names the allocator's frames and nothing else", "[pprof]"
 
 TEST_CASE("samples dropped for want of memory are said in a comment", "[pprof]")
 {
-  CHECK(all(DecodedProfile({}).profile, 13).empty());
+  // The first comment is always the sampling mode's.
+  CHECK(all(DecodedProfile({}).profile, 13).size() == 1);
   DecodedProfile decoded({}, 7);
   auto comments = all(decoded.profile, 13);
-  REQUIRE(comments.size() == 1);
-  CHECK(decoded.string(comments[0].varint) == "samples dropped (out of memory): 7");
+  REQUIRE(comments.size() == 2);
+  CHECK(decoded.string(comments[1].varint) == "samples dropped (out of memory): 7");
+}
+
+TEST_CASE("the sampling mode is the period type and a comment", "[pprof]")
+{
+  struct Expected
+  {
+    SampleMode mode;
+    const char* type;
+    const char* unit;
+    const char* comment;
+  };
+  for (const Expected& e :
+       {Expected{SampleMode::Bytes, "space", "bytes",
+                 "sampling mode: bytes, Poisson with a mean interval of 4096 bytes"},
+        Expected{SampleMode::Count, "objects", "count",
+                 "sampling mode: count, each allocation with probability 1/4096"},
+        Expected{SampleMode::SizeClass, "objects", "count",
+                 "sampling mode: sizeclass, one in every 4096 allocations of each sizeclass"}})
+  {
+    INFO(mode_name(e.mode));
+    DecodedProfile decoded({}, 0, e.mode);
+    auto period_type = all(decoded.profile, 11);
+    REQUIRE(period_type.size() == 1);
+    Message vt = decode(period_type[0].bytes);
+    CHECK(decoded.string(all(vt, 1).at(0).varint) == e.type);
+    CHECK(decoded.string(all(vt, 2).at(0).varint) == e.unit);
+    CHECK(all(decoded.profile, 12).at(0).varint == 4096);
+    auto comments = all(decoded.profile, 13);
+    REQUIRE(comments.size() == 1);
+    CHECK(decoded.string(comments[0].varint) == e.comment);
+  }
 }

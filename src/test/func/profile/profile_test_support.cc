@@ -20,6 +20,13 @@ namespace profile_test
     REQUIRE(snmalloc::profile::is_active());
   }
 
+  ProfilingAt::ProfilingAt(snmalloc::profile::SampleMode mode, size_t rate)
+  {
+    REQUIRE(snmalloc::profile::start(mode, rate) == 0);
+    REQUIRE(snmalloc::profile::is_active());
+    REQUIRE(snmalloc::profile::mode() == mode);
+  }
+
   ProfilingAt::~ProfilingAt()
   {
     snmalloc::profile::stop();

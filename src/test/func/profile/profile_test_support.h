@@ -18,6 +18,8 @@ namespace profile_test
   {
   public:
     explicit ProfilingAt(size_t interval);
+    // In `mode`, at `rate` bytes or allocations.
+    ProfilingAt(snmalloc::profile::SampleMode mode, size_t rate);
     ~ProfilingAt();
     ProfilingAt(const ProfilingAt&) = delete;
     ProfilingAt& operator=(const ProfilingAt&) = delete;
