@@ -16,6 +16,10 @@ Modes:
             MALLOC_CONF=prof:true vs plain, gperftools' full tcmalloc with
             TCMALLOC_SAMPLE_PARAMETER=524288 vs without.  All three sample
             a mean of once per 512 KiB allocated.
+  sampling  ours-profile in each sampling mode at its default rate (bytes
+            512 KiB, count and sizeclass 8192 allocations) and with guarded
+            sampling (guard=100) against ours, and guard=100 against the
+            same profiling without it.
 
 Example:
   scripts/bench.py --build /work/main/build --runs 5 --mode both
@@ -100,6 +104,16 @@ def allocators_for(mode, build):
     )
     jemalloc_path = os.path.join(SYSTEM_LIB, "libjemalloc.so.2")
     tcmalloc_full = os.path.join(SYSTEM_LIB, "libtcmalloc.so.4")
+    if mode == "sampling":
+        profile = ours_profile.preload
+        return [
+            ours,
+            ours_profile,
+            library(profile, "ours-count", {"SNMALLOC_PROFILE": "mode=count"}),
+            library(profile, "ours-sizeclass", {"SNMALLOC_PROFILE": "mode=sizeclass"}),
+            library(profile, "ours-guard100", {"SNMALLOC_PROFILE": f"rate={SAMPLE_BYTES},guard=100"}),
+            library(profile, "ours-sizeclass-guard100", {"SNMALLOC_PROFILE": "mode=sizeclass,guard=100"}),
+        ]
     if mode == "compare":
         return [
             ours,
@@ -124,6 +138,15 @@ OVERHEAD_PAIRS = [
     ("ours", "ours-profile"),
     ("jemalloc", "jemalloc+prof"),
     ("tcmalloc-full", "tcmalloc-full+sample"),
+]
+
+# The pairs of the sampling mode.
+SAMPLING_PAIRS = [
+    ("ours", "ours-profile"),
+    ("ours", "ours-count"),
+    ("ours", "ours-sizeclass"),
+    ("ours-profile", "ours-guard100"),
+    ("ours-sizeclass", "ours-sizeclass-guard100"),
 ]
 
 
@@ -242,11 +265,11 @@ def spread_table(results, names):
     )
 
 
-def overhead_table(results, available):
+def overhead_table(results, available, pairs=OVERHEAD_PAIRS):
     """One table per profiler: its throughput and peak RSS next to the same
     allocator's without profiling, as medians and ratios."""
     tables = []
-    for base, profiled in OVERHEAD_PAIRS:
+    for base, profiled in pairs:
         if base not in available or profiled not in available:
             continue
         rows = []
@@ -303,7 +326,7 @@ def run_mode(mode, options):
     if mode == "compare":
         print("\n\n".join([*(compare_table(results, names, m) for m in METRICS), spread_table(results, names)]))
     else:
-        print(overhead_table(results, set(names)))
+        print(overhead_table(results, set(names), SAMPLING_PAIRS if mode == "sampling" else OVERHEAD_PAIRS))
     failed = failures(results)
     if failed:
         print("\nFailed runs:\n")
@@ -318,7 +341,7 @@ def main():
     parser.add_argument("--perf-dir", help="folder of the perf-* programs (default BUILD/src/test/perf)")
     parser.add_argument("--runs", type=int, default=5, help="runs per allocator and workload (K)")
     parser.add_argument("--threads", type=int, default=2, help="threads of the multi-threaded workloads")
-    parser.add_argument("--mode", choices=["compare", "overhead", "both"], default="compare")
+    parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling"], default="compare")
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
     parser.add_argument("--json", help="also write every run's figures to this file")

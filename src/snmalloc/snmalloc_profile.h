@@ -26,6 +26,16 @@ int snmalloc_profile_start(size_t mean_interval_bytes);
 int snmalloc_profile_start_mode(int mode, size_t rate);
 /* The mode of the last start (SNMALLOC_PROFILE_MODE_BYTES before any). */
 int snmalloc_profile_mode(void);
+/* Guarded sampling (docs/profiling.md): at most `limit` sampled objects
+   placed against inaccessible pages at a time (0: off), at most
+   `per_second` new ones a second (0: the default, 1000).  Needs sampling
+   started.  The SIGSEGV handler that reports their faults is installed at
+   the first call, chaining to the one installed before.  EINVAL for a
+   limit over 65536, EBUSY for one over the reservation the first limit
+   made (2 slots per object), ENOMEM. */
+int snmalloc_profile_set_guard(size_t limit, size_t per_second);
+/* Objects guarded since the process started. */
+uint64_t snmalloc_profile_guarded_total(void);
 /* Take no more samples; those taken stay until their objects are freed. */
 int snmalloc_profile_stop(void);
 int snmalloc_profile_is_active(void);

@@ -79,6 +79,11 @@ extern "C" {
     pub fn snmalloc_profile_start_mode(mode: c_int, rate: usize) -> c_int;
     /// The mode of the last start.
     pub fn snmalloc_profile_mode() -> c_int;
+    /// Guarded sampling: at most `limit` objects guarded at a time (0: off),
+    /// `per_second` new ones a second (0: the default, 1000).
+    pub fn snmalloc_profile_set_guard(limit: usize, per_second: usize) -> c_int;
+    /// Objects guarded since the process started.
+    pub fn snmalloc_profile_guarded_total() -> u64;
     pub fn snmalloc_profile_stop() -> c_int;
     /// 1 while sampling, else 0.
     pub fn snmalloc_profile_is_active() -> c_int;

@@ -302,6 +302,12 @@ namespace snmalloc::profile
       kept_first_ = 0;
       set_max_depth(c.depth);
       start(c.mode, c.rate != 0 ? c.rate : default_rate(c.mode));
+      if (set_guard(c.guard, c.guard_per_second) != 0)
+      {
+        static const char msg[] =
+          "snmalloc: SNMALLOC_PROFILE: could not set up guarded sampling\n";
+        (void)!::write(2, msg, sizeof(msg) - 1);
+      }
       if (c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report)
         register_at_exit_locked();
       bool helper =

@@ -45,6 +45,17 @@ extern "C"
     return int(snmalloc::profile::mode());
   }
 
+  SNMALLOC_EXPORT int snmalloc_profile_set_guard(size_t limit, size_t per_second)
+  {
+    return snmalloc::profile::set_guard(
+      limit, per_second != 0 ? per_second : snmalloc::profile::DEFAULT_GUARD_PER_SECOND);
+  }
+
+  SNMALLOC_EXPORT uint64_t snmalloc_profile_guarded_total(void)
+  {
+    return snmalloc::profile::guarded_total();
+  }
+
   SNMALLOC_EXPORT int snmalloc_profile_stop(void)
   {
     return snmalloc::profile::stop();

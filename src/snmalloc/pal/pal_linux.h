@@ -10,6 +10,7 @@
 #include <ctime>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 namespace snmalloc
@@ -139,6 +140,19 @@ namespace snmalloc
       timespec ts;
       ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
       return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    }
+
+    // In a SIGSEGV handler, from its context: 1 if the faulting access was
+    // a write, 0 a read, -1 unknown on this architecture.
+    static int fault_is_write(const void* context) noexcept
+    {
+#if defined(__x86_64__)
+      const auto* uc = static_cast<const ucontext_t*>(context);
+      return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? 1 : 0;
+#else
+      (void)context;
+      return -1;
+#endif
     }
 
     static void pause() noexcept

@@ -19,8 +19,15 @@
 //              so readers never see half a profile.  Returns the errno of
 //              what failed, never aborts.
 //   dump_peak(path)  the same, of the live heap as it was at its peak.
+//   set_guard(N)  guard at most N sampled objects at a time (0: off), at
+//              most `per_second` new ones a second (guarded_slots.h); the
+//              SIGSEGV handler that reports their faults is installed at
+//              the first call.  Guarding takes sampled objects, so it needs
+//              sampling started; any mode works, sizeclass covers every
+//              size alike.
 
 #include "dump_file.h"
+#include "guard_signal.h"
 #include "pprof_encoder.h"
 #include "snapshot.h"
 
@@ -87,6 +94,27 @@ namespace snmalloc::profile
   inline uint64_t samples_dropped()
   {
     return settings.samples_dropped.load(std::memory_order_relaxed);
+  }
+
+  // 0, or EINVAL (N over MAX_GUARD, per_second 0), EBUSY (N over the
+  // reservation the first N made), ENOMEM, or the errno of a failed
+  // sigaction.
+  inline int set_guard(size_t limit, size_t per_second = DEFAULT_GUARD_PER_SECOND)
+  {
+    if (limit != 0 && !GuardSignal::install())
+      return errno;
+    return guarded_slots.configure(limit, per_second);
+  }
+
+  inline size_t guard_limit()
+  {
+    return guarded_slots.limit();
+  }
+
+  // Objects guarded since the process started.
+  inline uint64_t guarded_total()
+  {
+    return guarded_slots.guarded_total();
   }
 
   // Frames recorded per sample (1..MAX_DEPTH); default 64.

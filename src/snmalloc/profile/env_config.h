@@ -5,7 +5,8 @@
 //   SNMALLOC_PROFILE=mode=bytes,rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
 //                    dump_at_exit=1,dump_on_signal=SIGUSR2,
 //                    peak_path=/tmp/peak.%p.pb.gz,dump_every=1g,dump_period=60,
-//                    dump_on_growth=256m,keep=10,leak_report=1
+//                    dump_on_growth=256m,keep=10,leak_report=1,
+//                    guard=100,guard_per_second=1000
 //
 // Sizes (rate, dump_every, dump_on_growth) take a k, m or g suffix (KiB,
 // MiB, GiB).  dump_every, dump_period and dump_on_growth write numbered
@@ -48,6 +49,9 @@ namespace snmalloc::profile
     size_t keep = 0;
     // The leak report on stderr at exit.
     bool leak_report = false;
+    // Guarded sampling: objects guarded at a time (0: off), new ones a second.
+    size_t guard = 0;
+    size_t guard_per_second = DEFAULT_GUARD_PER_SECOND;
   };
 
   constexpr size_t MAX_KEEP = 1024;
@@ -256,6 +260,22 @@ namespace snmalloc::profile
         if (!parse_size(value, 1, MAX_KEEP, cfg.keep))
         {
           complain("keep must be a number of dumps from 1 to 1024, got", value);
+          return false;
+        }
+      }
+      else if (key.is("guard"))
+      {
+        if (!parse_size(value, 0, MAX_GUARD, cfg.guard))
+        {
+          complain("guard must be a number of objects from 0 to 65536, got", value);
+          return false;
+        }
+      }
+      else if (key.is("guard_per_second"))
+      {
+        if (!parse_size(value, 1, size_t(1) << 40, cfg.guard_per_second))
+        {
+          complain("guard_per_second must be a number from 1 to 2^40, got", value);
           return false;
         }
       }

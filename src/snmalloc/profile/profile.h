@@ -12,6 +12,10 @@
 //             peak_profile.h    the live samples at the heap's peak
 //             dump_triggers.h   dump_every= and dump_on_growth= thresholds
 //             profile_pool.h    the secondary allocator for sampled objects
+//             guarded_slots.h   sampled objects against inaccessible pages
+//   report    guard_report.h    what a fault in a guarded slot was, on stderr
+//             signal_symbolize.h  function names without malloc, for it
+//             guard_signal.h    the SIGSEGV handler, chained
 //   hooks     profiler.h        what the allocator calls
 //   snapshot  live_samples.h    copy under locks
 //             snapshot.h        unbias, aggregate

@@ -5,6 +5,7 @@
 
 #include "event_stream.h"
 #include "dump_triggers.h"
+#include "guard_report.h"
 #include "profile_pool.h"
 #include "sampler.h"
 
@@ -66,11 +67,14 @@ namespace snmalloc::profile
     return r;
   }
 
-  // A new sampled object from the profile pool; nullptr as above.
+  // A new sampled object, in a guarded slot if one is to be had, else from
+  // the profile pool; nullptr as above.
   inline void* take_sample(
     SampleList& list, size_t requested, size_t size, size_t align, bool zero, SampleRate rate)
   {
     SampleRecord* r = record_sample(list, requested, size, rate, [&] {
+      if (SampleRecord* guarded = guarded_slots.alloc(size, align, zero))
+        return guarded;
       return profile_pool.alloc(size, align, zero);
     });
     return r == nullptr ? nullptr : r->object;
@@ -82,6 +86,44 @@ namespace snmalloc::profile
     emit_event(EventKind::Free, r);
     r->list->remove(r);
     peak_profile.removed(r);
+  }
+
+  // The stack of a free, allocator frames and all (the report cuts them
+  // by name); none for a free the profiler itself makes.
+  inline size_t capture_free_stack(uintptr_t* out, size_t max)
+  {
+    if (in_profiler)
+      return 0;
+    ProfilerGuard guard; // the unwinder may allocate
+    int n = unw_backtrace(reinterpret_cast<void**>(out), int(max));
+    return n > 0 ? size_t(n) : 0;
+  }
+
+  // free() of an address in a guarded slot: a live guarded object is
+  // unlisted, its pages protected and its slot quarantined, with the free
+  // stack kept for a later use-after-free report; anything else is a
+  // double or invalid free, reported with both stacks, then abort().
+  SNMALLOC_SLOW_PATH inline void dealloc_guarded(GuardedSlot& slot, void* p)
+  {
+    uintptr_t frames[GuardedSlot::FREE_DEPTH];
+    size_t depth = capture_free_stack(frames, GuardedSlot::FREE_DEPTH);
+    SlotState state = slot.state.load(std::memory_order_acquire);
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    if (state != SlotState::Live || slot.object != a)
+    {
+      bool again = state == SlotState::Freed && slot.object == a;
+      GuardDiagnosis d{
+        again ? GuardFault::DoubleFree : GuardFault::InvalidFree,
+        state == SlotState::Free ? nullptr : &slot,
+        a};
+      write_guard_report(d, "", frames, depth);
+      ::abort();
+    }
+    unlist(&slot.record);
+    std::memcpy(slot.free_frames, frames, depth * sizeof(uintptr_t));
+    slot.free_depth = uint32_t(depth);
+    slot.free_thread = this_thread_id();
+    guarded_slots.dealloc(slot);
   }
 
   struct Profiler
@@ -221,6 +263,11 @@ namespace snmalloc::profile
     // would warn about reading below an object it saw allocated.
     SNMALLOC_SLOW_PATH static void dealloc_sampled(void* p)
     {
+      if (GuardedSlot* slot = guarded_slots.slot_of(reinterpret_cast<uintptr_t>(p)))
+      {
+        dealloc_guarded(*slot, p);
+        return;
+      }
       SampleRecord* r = ProfilePool::live_record_of(p);
       unlist(r);
       profile_pool.dealloc(r);
@@ -231,6 +278,8 @@ namespace snmalloc::profile
     // count it).
     SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
     {
+      if (const GuardedSlot* slot = guarded_slots.slot_of(reinterpret_cast<uintptr_t>(p)))
+        return slot->size;
       const SampleRecord* r = ProfilePool::record_of(p);
       return r->lead == 0 ? large_run::bytes(p) : r->allocated_size;
     }
@@ -261,12 +310,14 @@ namespace snmalloc::profile
       stack_table.prefork();
       sample_lists.prefork();
       profile_pool.prefork();
+      guarded_slots.prefork();
     }
 
     // In the child and the parent alike: the parent merely asks again once.
     static void postfork()
     {
       cached_thread_id = 0;
+      guarded_slots.postfork();
       profile_pool.postfork();
       sample_lists.postfork();
       stack_table.postfork();

@@ -9,6 +9,11 @@ namespace snmalloc::profile
   constexpr size_t DEFAULT_DEPTH = 64;
   constexpr size_t MAX_DEPTH = 256;
 
+  // Guarded sampling (guarded_slots.h): at most this many objects guarded
+  // at a time, and this many new ones a second by default.
+  constexpr size_t MAX_GUARD = size_t(1) << 16;
+  constexpr size_t DEFAULT_GUARD_PER_SECOND = 1000;
+
   struct Settings
   {
     // The sampling rate, in bytes or allocations as `mode` says; 0 while

@@ -106,6 +106,30 @@ pub fn mode() -> Mode {
     Mode::from_raw(unsafe { sys::snmalloc_profile_mode() })
 }
 
+/// Guarded sampling (docs/profiling.md, "Catching memory bugs in
+/// production with guarded sampling"): at most `limit` sampled objects are
+/// placed against inaccessible pages at a time (0 turns it off), at most
+/// `per_second` new ones a second (0: the default, 1000), so an overflow,
+/// underflow or use after free of one faults at once and is reported on
+/// stderr with its allocating and freeing stacks.  Needs sampling started
+/// ([`start`], [`start_mode`]; [`Mode::SizeClass`] guards every size alike).
+///
+/// Call it from `main`, not through `SNMALLOC_PROFILE`: Rust's runtime
+/// installs its own SIGSEGV handler (for stack overflows) after the
+/// allocator reads the environment, which would hide the reports; the
+/// handler installed here chains to Rust's.  Errors: `EINVAL` for a limit
+/// over 65536, `EBUSY` for one over the reservation the first limit made.
+pub fn set_guard(limit: usize, per_second: usize) -> io::Result<()> {
+    // SAFETY: plain value arguments.
+    check(unsafe { sys::snmalloc_profile_set_guard(limit, per_second) })
+}
+
+/// How many objects have been guarded since the process started.
+pub fn guarded_total() -> u64 {
+    // SAFETY: no arguments.
+    unsafe { sys::snmalloc_profile_guarded_total() }
+}
+
 /// Stops taking samples.  Samples already taken stay in the profile until
 /// their objects are freed, so a dump after `stop` still shows what they hold.
 pub fn stop() -> io::Result<()> {
