@@ -10,8 +10,12 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # bc: src/test/func/fastpath/check_fastpath.sh computes per-call counts.
+# prometheus (with promtool) and curl: the HTTP endpoint's test
+# (src/test/func/http/http.sh) scrapes it with a real Prometheus server of
+# its own on a free port (where systemd runs, the package also starts
+# Debian's prometheus service on :9090; the test does not use it).
 packages=(cmake g++ clang make catch2 libunwind-dev zlib1g-dev
-          golang-go graphviz valgrind python3 bc)
+          golang-go graphviz valgrind python3 bc prometheus curl)
 bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev hyperfine)
 
 for arg in "$@"; do

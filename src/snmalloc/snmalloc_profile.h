@@ -58,6 +58,20 @@ int snmalloc_profile_dump_peak_fd(int fd);
    nothing changes), EAGAIN if the dump helper thread cannot start. */
 int snmalloc_profile_configure(const char* settings);
 
+/* Serve the profiles and statistics over HTTP until
+   snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak
+   (gzipped pprof; heap and allocs take ?seconds=N), /debug/pprof/ and
+   /metrics (Prometheus text).  `address` is "host:port" with a numeric
+   host: "127.0.0.1:6060", ":0" (loopback, any free port), "[::1]:6060";
+   a non-loopback address is served with a warning on stderr.  *port (if
+   not NULL) receives the port.  EINVAL for a bad address, EBUSY if
+   already serving, else the errno of bind/listen. */
+int snmalloc_profile_http_start(const char* address, uint16_t* port);
+/* ESRCH if not serving. */
+int snmalloc_profile_http_stop(void);
+/* The port served on; 0 when not serving. */
+uint16_t snmalloc_profile_http_port(void);
+
 /* One sampled object. */
 struct snmalloc_profile_sample
 {

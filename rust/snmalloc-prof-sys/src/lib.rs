@@ -98,6 +98,16 @@ extern "C" {
     /// EINVAL for bad text, EAGAIN if the helper thread cannot start.
     pub fn snmalloc_profile_configure(settings: *const c_char) -> c_int;
 
+    // The HTTP endpoint.
+    /// Serve profiles and statistics at `address` ("127.0.0.1:6060", ":0");
+    /// `*port` (if not null) receives the port.  EINVAL for a bad address,
+    /// EBUSY if already serving.
+    pub fn snmalloc_profile_http_start(address: *const c_char, port: *mut u16) -> c_int;
+    /// ESRCH if not serving.
+    pub fn snmalloc_profile_http_stop() -> c_int;
+    /// 0 when not serving.
+    pub fn snmalloc_profile_http_port() -> u16;
+
     // Snapshot of the live samples.
     pub fn snmalloc_profile_snapshot_take(out: *mut *mut snmalloc_profile_snapshot) -> c_int;
     pub fn snmalloc_profile_snapshot_count(snapshot: *const snmalloc_profile_snapshot) -> usize;

@@ -36,6 +36,7 @@
 
 #include "../profile/control.h"
 #include "../profile/env_config.h"
+#include "http_endpoint.h"
 
 #include <cstdlib>
 #include <fcntl.h>
@@ -342,19 +343,23 @@ namespace snmalloc::profile
       EnvConfig c;
       if (text == nullptr || !parse_env_config(text, c))
         return;
-      apply(c);
+      if (apply(c))
+        http_start_configured(c);
     }
   };
 
   // Configure profiling and its dumps at run time with the text
   // SNMALLOC_PROFILE takes ("rate=1m,dump_every=1g,keep=5").  EINVAL for
   // bad text (with one line on stderr; nothing changes), EAGAIN when the
-  // helper thread could not be started.
+  // helper thread could not be started, or the errno of starting the HTTP
+  // endpoint http= asks for (EADDRINUSE, ...; said on stderr too).
   inline int configure(const char* text)
   {
     EnvConfig c;
     if (text == nullptr || !parse_env_config(text, c))
       return EINVAL;
-    return AutoDump::instance().apply(c) ? 0 : EAGAIN;
+    if (!AutoDump::instance().apply(c))
+      return EAGAIN;
+    return http_start_configured(c);
   }
 } // namespace snmalloc::profile

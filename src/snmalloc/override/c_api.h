@@ -101,6 +101,21 @@ extern "C"
     return snmalloc::profile::configure(settings);
   }
 
+  SNMALLOC_EXPORT int snmalloc_profile_http_start(const char* address, uint16_t* port)
+  {
+    return snmalloc::profile::http_start(address, port);
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_http_stop(void)
+  {
+    return snmalloc::profile::http_stop();
+  }
+
+  SNMALLOC_EXPORT uint16_t snmalloc_profile_http_port(void)
+  {
+    return snmalloc::profile::http_port();
+  }
+
   SNMALLOC_EXPORT int snmalloc_profile_snapshot_take(snmalloc_profile_snapshot** out)
   {
     using namespace snmalloc::profile;

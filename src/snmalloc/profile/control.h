@@ -117,6 +117,29 @@ namespace snmalloc::profile
     return guarded_slots.guarded_total();
   }
 
+  // Samples recorded since the process started (dropped ones aside).
+  inline uint64_t samples_taken()
+  {
+    return settings.samples_taken.load(std::memory_order_relaxed);
+  }
+
+  // Samples of objects still live.
+  inline size_t live_samples()
+  {
+    return sample_lists.total_count();
+  }
+
+  // Profiles encoded for a dump or an HTTP client, and those that failed.
+  inline uint64_t dumps_written()
+  {
+    return settings.dumps.load(std::memory_order_relaxed);
+  }
+
+  inline uint64_t dump_failures()
+  {
+    return settings.dump_failures.load(std::memory_order_relaxed);
+  }
+
   // Frames recorded per sample (1..MAX_DEPTH); default 64.
   inline int set_max_depth(size_t depth)
   {
@@ -134,22 +157,43 @@ namespace snmalloc::profile
 
   namespace detail
   {
-    // A profile of `live` as the in-use figures, stamped with `when`.
-    inline std::vector<uint8_t> encode_profile(const std::vector<SampleView>& live, int64_t when)
+    // A profile of `rows` stamped with `when`, covering `duration`
+    // nanoseconds (negative: since profiling started).
+    inline std::vector<uint8_t> encode_rows(
+      const std::vector<ProfileBucket>& rows,
+      int64_t when,
+      const char* default_sample_type = "inuse_space",
+      int64_t duration = -1)
     {
-      Buckets b = aggregate(live);
       int64_t started = settings.start_time_ns.load();
       size_t r = settings.interval.load();
       SampleMode m = settings.mode.load();
+      if (duration < 0)
+        duration = started != 0 && when > started ? when - started : 0;
       ProfileHeader header{
         r != 0 ? r : default_rate(m),
         when,
-        started != 0 && when > started ? when - started : 0,
+        duration,
         settings.samples_dropped.load(std::memory_order_relaxed),
-        m};
+        m,
+        default_sample_type};
       std::vector<uint8_t> bytes;
-      encode_pprof(header, b.rows.data(), b.rows.size(), bytes);
+      encode_pprof(header, rows.data(), rows.size(), bytes);
       return bytes;
+    }
+
+    // A profile of `live` as the in-use figures, stamped with `when`.
+    inline std::vector<uint8_t> encode_profile(const std::vector<SampleView>& live, int64_t when)
+    {
+      return encode_rows(aggregate(live).rows, when);
+    }
+
+    // Counts a profile made for a dump or a client: 0 or its errno.
+    inline int count_dump(int error)
+    {
+      (error == 0 ? settings.dumps : settings.dump_failures)
+        .fetch_add(1, std::memory_order_relaxed);
+      return error;
     }
 
     inline std::vector<uint8_t> encode_current_profile()
@@ -178,11 +222,11 @@ namespace snmalloc::profile
       try
       {
         std::vector<uint8_t> bytes = encode();
-        return {write(bytes.data(), bytes.size())};
+        return {count_dump(write(bytes.data(), bytes.size()))};
       }
       catch (const std::bad_alloc&)
       {
-        return {ENOMEM};
+        return {count_dump(ENOMEM)};
       }
     }
   } // namespace detail

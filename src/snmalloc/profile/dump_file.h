@@ -53,9 +53,11 @@ namespace snmalloc::profile
     }
   } // namespace detail
 
-  // Gzips `data` and writes it to `fd`, streaming through a fixed buffer.
-  // Returns 0 or an errno value.
-  inline int write_gzip_fd(int fd, const uint8_t* data, size_t length)
+  // Gzips `data`, handing the output to `sink(bytes, size)` (which returns
+  // 0 or an errno value) a fixed buffer at a time.  Returns 0 or an errno
+  // value.
+  template<typename Sink>
+  int gzip_to(const uint8_t* data, size_t length, Sink&& sink)
   {
     // Level 1: profiles are highly repetitive (the same stacks of location
     // ids), so the fastest level already compresses them ~10x, and a dump
@@ -103,11 +105,19 @@ namespace snmalloc::profile
         error = EIO;
         break;
       }
-      error = detail::write_all(fd, chunk, sizeof(chunk) - stream.avail_out);
+      error = sink(chunk, sizeof(chunk) - stream.avail_out);
     } while (error == 0 && status != Z_STREAM_END);
 
     z->deflate_end(&stream);
     return error;
+  }
+
+  // Gzips `data` and writes it to `fd`.  Returns 0 or an errno value.
+  inline int write_gzip_fd(int fd, const uint8_t* data, size_t length)
+  {
+    return gzip_to(data, length, [fd](const uint8_t* bytes, size_t size) {
+      return detail::write_all(fd, bytes, size);
+    });
   }
 
   // Gzips `data` into `path` atomically: writes path.tmp.<pid>.<n> in the

@@ -6,12 +6,14 @@
 //                    dump_at_exit=1,dump_on_signal=SIGUSR2,
 //                    peak_path=/tmp/peak.%p.pb.gz,dump_every=1g,dump_period=60,
 //                    dump_on_growth=256m,keep=10,leak_report=1,
-//                    guard=100,guard_per_second=1000
+//                    guard=100,guard_per_second=1000,
+//                    http=127.0.0.1:6060,http_timeout=10
 //
 // Sizes (rate, dump_every, dump_on_growth) take a k, m or g suffix (KiB,
 // MiB, GiB).  dump_every, dump_period and dump_on_growth write numbered
 // profiles to `path` from the helper thread; keep=N removes all but the
-// newest N of those automatic ones.
+// newest N of those automatic ones.  http=host:port serves the profiles
+// and statistics over HTTP (override/http_endpoint.h).
 //
 // mode is bytes, count or sizeclass (sample_mode.h); rate is then bytes, or
 // allocations (the suffixes still multiply by 1024), and defaults to the
@@ -22,7 +24,9 @@
 // start-up without allocating.  Any bad entry is reported in one line on
 // stderr and leaves profiling off: the program runs on unharmed.
 
+#include "http_address.h"
 #include "settings.h"
+#include "text_view.h"
 
 #include <csignal>
 #include <cstring>
@@ -52,6 +56,10 @@ namespace snmalloc::profile
     // Guarded sampling: objects guarded at a time (0: off), new ones a second.
     size_t guard = 0;
     size_t guard_per_second = DEFAULT_GUARD_PER_SECOND;
+    // The HTTP endpoint's address (http_address.h); empty: none.  Its
+    // timeout for slow clients.
+    char http[http::ADDRESS_CAPACITY] = "";
+    size_t http_timeout_seconds = 10;
   };
 
   constexpr size_t MAX_KEEP = 1024;
@@ -59,16 +67,8 @@ namespace snmalloc::profile
 
   namespace env_detail
   {
-    struct Text
-    {
-      const char* data;
-      size_t size;
-
-      bool is(const char* word) const
-      {
-        return std::strlen(word) == size && std::memcmp(data, word, size) == 0;
-      }
-    };
+    using profile::parse_size;
+    using profile::Text;
 
     inline void complain(const char* what, Text value)
     {
@@ -79,23 +79,6 @@ namespace snmalloc::profile
       (void)!::write(2, " '", 2);
       (void)!::write(2, value.data, value.size);
       (void)!::write(2, suffix, sizeof(suffix) - 1);
-    }
-
-    inline bool parse_size(Text t, size_t min, size_t max, size_t& out)
-    {
-      if (t.size == 0 || t.size > 19)
-        return false;
-      size_t v = 0;
-      for (size_t i = 0; i < t.size; i++)
-      {
-        if (t.data[i] < '0' || t.data[i] > '9')
-          return false;
-        v = v * 10 + size_t(t.data[i] - '0');
-      }
-      if (v < min || v > max)
-        return false;
-      out = v;
-      return true;
     }
 
     // A number of bytes, with an optional k, m or g suffix (powers of 1024).
@@ -303,6 +286,25 @@ namespace snmalloc::profile
         if (cfg.dump_signal == 0)
         {
           complain("dump_on_signal must be a signal name such as SIGUSR2, got", value);
+          return false;
+        }
+      }
+      else if (key.is("http"))
+      {
+        http::Address address;
+        if (value.size >= sizeof(cfg.http) || !http::parse_address(value, address))
+        {
+          complain("http must be host:port with a numeric host (127.0.0.1:6060, :0, [::1]:6060), got", value);
+          return false;
+        }
+        std::memcpy(cfg.http, value.data, value.size);
+        cfg.http[value.size] = '\0';
+      }
+      else if (key.is("http_timeout"))
+      {
+        if (!parse_size(value, 1, 3600, cfg.http_timeout_seconds))
+        {
+          complain("http_timeout must be a number of seconds from 1 to 3600, got", value);
           return false;
         }
       }

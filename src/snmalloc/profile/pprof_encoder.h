@@ -73,6 +73,8 @@ namespace snmalloc::profile
     int64_t duration_nanos; // Since profiling started (0 if unknown).
     uint64_t samples_dropped; // Out of memory; said in a comment when not 0.
     SampleMode mode = SampleMode::Bytes; // Said by the period type and a comment.
+    // What pprof shows unless told otherwise (/debug/pprof/allocs: alloc_space).
+    const char* default_sample_type = "inuse_space";
   };
 
   // Functions that are the allocator itself, for pprof's drop_frames: pprof
@@ -400,7 +402,7 @@ namespace snmalloc::profile
             std::to_string(header.samples_dropped);
           writer.int64_field(profile_field::comment, strings.intern(note));
         }
-        writer.int64_field(profile_field::default_sample_type, strings.intern("inuse_space"));
+        writer.int64_field(profile_field::default_sample_type, strings.intern(header.default_sample_type));
         strings.write(writer);
       }
     };

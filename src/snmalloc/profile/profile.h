@@ -23,5 +23,11 @@
 //   write     dump_file.h       gzip, temp file + rename
 //   API       control.h         start / stop / is_active / dump / dump_peak
 //             leak_report.h     live sites as text, for stderr at exit
+//   serve     http_server.h     the HTTP endpoint's thread (not included
+//                               here: override/http_endpoint.h starts it)
+//             http_request.h, http_address.h, text_view.h   parsing
+//             http_routes.h     /debug/pprof/..., /metrics
+//             profile_delta.h   heap?seconds=N
+//             metrics_page.h, prometheus_text.h   /metrics
 #include "control.h"
 #include "leak_report.h"

@@ -60,6 +60,7 @@ namespace snmalloc::profile
       sample_lists.add(&list);
     }
     list.insert(r);
+    settings.samples_taken.fetch_add(1, std::memory_order_relaxed);
     emit_event(EventKind::Alloc, r);
     int64_t bytes = int64_t(w * double(size));
     peak_profile.added(bytes, rate);
@@ -290,10 +291,8 @@ namespace snmalloc::profile
     // too).
     static size_t own_bytes()
     {
-      size_t samples = 0;
-      sample_lists.for_each(
-        [&](SampleList& l) { samples += l.count.load(std::memory_order_relaxed); });
-      return stack_table.os_bytes() + peak_profile.own_bytes() + samples * sizeof(SampleRecord);
+      return stack_table.os_bytes() + peak_profile.own_bytes() +
+        sample_lists.total_count() * sizeof(SampleRecord);
     }
 
     static void recount_pool_slabs()

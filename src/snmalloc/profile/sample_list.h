@@ -114,6 +114,14 @@ namespace snmalloc::profile
         f(*l);
     }
 
+    // Live samples in every list (read without the locks: a moment's count).
+    size_t total_count()
+    {
+      size_t n = 0;
+      for_each([&](SampleList& l) { n += l.count.load(std::memory_order_relaxed); });
+      return n;
+    }
+
     void prefork() noexcept
     {
       lock_.lock();

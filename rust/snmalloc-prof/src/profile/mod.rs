@@ -201,3 +201,40 @@ pub fn dump_peak_fd(fd: impl AsFd) -> io::Result<()> {
     // SAFETY: the descriptor is open for the duration of the borrow.
     check(unsafe { sys::snmalloc_profile_dump_peak_fd(fd.as_fd().as_raw_fd()) })
 }
+
+/// Serves the profiles and statistics over HTTP at `address` until
+/// [`http_stop`] or exit, from a thread of the allocator's own:
+/// `/debug/pprof/heap`, `/debug/pprof/allocs` and `/debug/pprof/peak`
+/// (gzipped pprof, read by `go tool pprof URL`, Pyroscope and Parca; heap
+/// and allocs take `?seconds=N`), and `/metrics` (Prometheus text).
+/// `address` is `"host:port"` with a numeric host: `"127.0.0.1:6060"`,
+/// `":0"` (loopback, any free port); a non-loopback address is served with
+/// a warning on stderr.  Returns the port.
+///
+/// Errors: `InvalidInput` for a bad address, `EBUSY` if already serving,
+/// else the errno of bind/listen (`AddrInUse`, ...).
+pub fn http_start(address: &str) -> io::Result<u16> {
+    let address = CString::new(address)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "address contains a NUL byte"))?;
+    let mut port = 0u16;
+    // SAFETY: `address` is a valid NUL-terminated string and `port` a valid
+    // u16 for the call.
+    check(unsafe { sys::snmalloc_profile_http_start(address.as_ptr(), &mut port) })?;
+    Ok(port)
+}
+
+/// Stops serving (connections are closed, the thread joined); `ESRCH` if
+/// not serving.
+pub fn http_stop() -> io::Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::snmalloc_profile_http_stop() })
+}
+
+/// The port served on, if serving.
+pub fn http_port() -> Option<u16> {
+    // SAFETY: no arguments.
+    match unsafe { sys::snmalloc_profile_http_port() } {
+        0 => None,
+        port => Some(port),
+    }
+}

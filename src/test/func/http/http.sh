@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# The HTTP endpoint (SNMALLOC_PROFILE=http=...) read by the real clients:
+#   - go tool pprof -top URL of heap, allocs, peak and heap?seconds=N, the
+#     sites and totals checked against what http_target holds;
+#   - promtool check metrics on /metrics; a Prometheus server scraping it,
+#     read back through its query API;
+#   - bad, slow, oversized and too many clients (bad_clients.py), while the
+#     program works, its heap checked afterwards;
+#   - fork: the child has no server; exit stops it.
+#   http.sh <libsnmallocshim-profile.so> <http_target>
+set -uo pipefail
+shim=$(realpath "$1")
+target=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+go=$(command -v go || echo /usr/lib/go/bin/go)
+for tool in "$go" curl prometheus promtool python3; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (bash scripts/setup.sh installs it)"; exit 1; }
+done
+work=$(mktemp -d)
+target_pid="" prometheus_pid=""
+cleanup() {
+  [ -n "$prometheus_pid" ] && kill "$prometheus_pid" 2>/dev/null && wait "$prometheus_pid" 2>/dev/null
+  [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null && wait "$target_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+MiB=1048576
+RATE=65536
+TIMEOUT=2
+
+# Within k standard deviations of the sampled estimate of `bytes` held in
+# objects much smaller than R: sd = sqrt(bytes * R) (docs/profiling.md).
+within_sd() { # VALUE EXPECTED K
+  python3 -c "import math,sys; v,e,k=map(float,sys.argv[1:]); sys.exit(0 if abs(v-e) <= k*math.sqrt(e*$RATE) else 1)" "$@"
+}
+
+# A site's cum bytes in `go tool pprof -top` output (0 if absent).
+site_bytes() { # TOP_FILE FUNCTION
+  awk -v f="$2" '$NF == f { v = $4; sub(/B$/, "", v); print int(v); found = 1; exit } END { if (!found) print 0 }' "$1"
+}
+
+# go tool pprof -top of a URL into a file; false if pprof failed.
+pprof_top() { # NAME URL [pprof options]
+  local name=$1 url=$2
+  shift 2
+  timeout 120 "$go" tool pprof -top -unit=byte "$@" "$url" >"$work/$name.top" 2>"$work/$name.err"
+}
+
+# --- start the program under the shim, serving on a free loopback port -----
+mkfifo "$work/in"
+SNMALLOC_PROFILE=rate=$RATE,http=:0,http_timeout=$TIMEOUT HTTP_TARGET_RATE=$RATE \
+  LD_PRELOAD="$shim" "$target" <"$work/in" >"$work/out" 2>"$work/err" &
+target_pid=$!
+exec 3>"$work/in"
+# Wait (bounded) for a line of the program's output matching a pattern.
+await() { # PATTERN SECONDS
+  local deadline=$((SECONDS + $2))
+  while [ $SECONDS -lt $deadline ]; do
+    grep -q "$1" "$work/out" 2>/dev/null && return 0
+    kill -0 "$target_pid" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+tell() { echo "$1" >&3; }
+if ! await '^ready' 120; then
+  fail "http_target did not start"; cat "$work/err"; exit 1
+fi
+port=$(awk '$1 == "port" { print $2 }' "$work/out")
+announced=$(grep -c "serving heap profiles on http://127.0.0.1:$port/debug/pprof/" "$work/err")
+if [ "$port" -gt 0 ] && [ "$announced" -eq 1 ]; then pass "http=:0 chose port $port, said once on stderr"
+else fail "port '$port', stderr: $(cat "$work/err")"; fi
+base=http://127.0.0.1:$port
+
+# --- go tool pprof: heap ---------------------------------------------------
+held_a=$((64 * MiB)) held_b=$((16 * MiB))
+if pprof_top heap "$base/debug/pprof/heap"; then
+  a=$(site_bytes "$work/heap.top" site_a); b=$(site_bytes "$work/heap.top" site_b)
+  # 5 sd: a false failure once in ~10^6 runs per site.
+  if within_sd "$a" $held_a 5 && within_sd "$b" $held_b 5; then
+    pass "heap: site_a $a B (holds $held_a), site_b $b B (holds $held_b)"
+  else
+    fail "heap: site_a $a B (holds $held_a), site_b $b B (holds $held_b)"; cat "$work/heap.top"
+  fi
+  grep -q "^Type: inuse_space" "$work/heap.top" || fail "heap: default type is not inuse_space"
+else
+  fail "go tool pprof $base/debug/pprof/heap: $(cat "$work/heap.err")"
+fi
+
+# The endpoint serves the bytes a dump writes: the same profile, read back.
+curl -sf -o "$work/heap.pb.gz" "$base/debug/pprof/heap"
+if gzip -t "$work/heap.pb.gz" 2>/dev/null &&
+  "$go" tool pprof -top -unit=byte "$work/heap.pb.gz" 2>/dev/null | grep -q site_a; then
+  pass "curl gets a gzipped profile pprof reads"
+else
+  fail "curl's /debug/pprof/heap is not a gzipped profile"
+fi
+
+# --- allocs: alloc_space by default ------------------------------------------
+if pprof_top allocs "$base/debug/pprof/allocs"; then
+  a=$(site_bytes "$work/allocs.top" site_a)
+  if grep -q "^Type: alloc_space" "$work/allocs.top" && within_sd "$a" $held_a 5; then
+    pass "allocs: Type alloc_space, site_a allocated $a B ($held_a)"
+  else
+    fail "allocs: site_a $a B, $(grep ^Type "$work/allocs.top")"
+  fi
+else
+  fail "go tool pprof $base/debug/pprof/allocs: $(cat "$work/allocs.err")"
+fi
+
+# --- heap?seconds=N: what changed over N seconds --------------------------
+# The program grows by 32 MiB at grow_site 3 s into a 8 s window; site_a,
+# held all along, is no part of the difference.
+held_c=$((32 * MiB))
+pprof_top delta "$base/debug/pprof/heap?seconds=8" &
+delta_pid=$!
+sleep 3
+tell grow
+await '^grown' 60 || fail "grow did not finish"
+if wait $delta_pid; then
+  a=$(site_bytes "$work/delta.top" site_a); c=$(site_bytes "$work/delta.top" grow_site)
+  if within_sd "$c" $held_c 5 && [ "$a" -eq 0 ]; then
+    pass "heap?seconds=8: grow_site +$c B ($held_c), site_a $a B"
+  else
+    fail "heap?seconds=8: grow_site $c B ($held_c), site_a $a B (0)"; cat "$work/delta.top"
+  fi
+  grep -q "^Duration: [78]\." "$work/delta.top" || fail "delta duration: $(grep ^Duration "$work/delta.top")"
+else
+  fail "go tool pprof heap?seconds=8: $(cat "$work/delta.err")"
+fi
+
+# --- /metrics: promtool, then a Prometheus server --------------------------
+curl -sf -o "$work/metrics.txt" "$base/metrics"
+if promtool check metrics <"$work/metrics.txt" >"$work/promtool.out" 2>&1; then
+  pass "promtool check metrics accepts /metrics ($(grep -c '^snmalloc_' "$work/metrics.txt") series)"
+else
+  fail "promtool check metrics: $(cat "$work/promtool.out")"
+fi
+for name in snmalloc_live_bytes snmalloc_profile_samples_total snmalloc_profile_live_samples \
+  snmalloc_profile_dumps_total snmalloc_profile_dump_failures_total; do
+  grep -q "^# TYPE $name " "$work/metrics.txt" || fail "/metrics lacks $name"
+done
+grep -q '^snmalloc_sizeclass_live_objects{object_size="4096"} ' "$work/metrics.txt" ||
+  fail "/metrics lacks the 4096-byte sizeclass series"
+
+prom_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: snmalloc
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+EOF
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+prometheus_pid=$!
+# What the program holds now: site_a, site_b and grow_site, in 4 KiB objects.
+held=$((held_a + held_b + held_c))
+query() { # PROMQL -> the value of the first series, or nothing
+  curl -sf -G "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
+    python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null
+}
+live="" up=""
+for _ in $(seq 120); do
+  up=$(query 'up{job="snmalloc"}')
+  live=$(query 'snmalloc_live_bytes{job="snmalloc"}')
+  [ "$up" = 1 ] && [ -n "$live" ] && break
+  sleep 0.5
+done
+objects=$(query 'snmalloc_sizeclass_live_objects{job="snmalloc",object_size="4096"}')
+samples=$(query 'snmalloc_profile_samples_total{job="snmalloc"}')
+live_samples=$(query 'snmalloc_profile_live_samples{job="snmalloc"}')
+live_samples=${live_samples%.*}
+# snmalloc_live_bytes is an upper bound (snmalloc_stats.h), and counts more
+# than the program holds: each sampled 4 KiB object sits in an 8 KiB
+# profile-pool block (its record below it, at the object's 4 KiB
+# alignment), so 4 KiB more per live sample; objects cached in threads'
+# free lists (up to a slab's batch per class and thread: measured ~300 of
+# the 4 KiB class); the program's pointer arrays (224 KiB), stdio, and the
+# server thread's buffers.  So: at least what is held plus 4 KiB per
+# sample, and at most 4 MiB above that.
+lower=$((held + ${live_samples:-0} * 4096))
+echo "snmalloc_live_bytes $live, held $held, $live_samples live samples: $((${live:-0} - lower)) B above the lower bound"
+if [ "$up" = 1 ] && [ -n "$live" ] && [ "${live%.*}" -ge "$lower" ] && [ "${live%.*}" -le $((lower + 4 * MiB)) ]; then
+  pass "Prometheus scraped snmalloc_live_bytes = $live (holds $held, $live_samples samples; allowed $lower + 4 MiB)"
+else
+  fail "Prometheus: up='$up' snmalloc_live_bytes='$live' (holds $held, lower bound $lower)"; tail -5 "$work/prometheus.log"
+fi
+# The 4096-byte class counts the unsampled objects only (sampled ones live
+# in the profile pool): n exp(-4096/R) of n, binomial, 5 sd either way, and
+# up to 1024 more cached in free lists or not yet seen freed.
+range=$(python3 -c "import math; n=$held/4096; p=1-math.exp(-4096/$RATE); sd=math.sqrt(n*p*(1-p)); print(int(n*(1-p)-5*sd), int(n*(1-p)+5*sd+1024))")
+if [ -n "$objects" ] && [ -n "$samples" ] && [ "${samples%.*}" -gt 0 ] &&
+  python3 -c "import sys; lo, hi = map(int, '$range'.split()); sys.exit(0 if lo <= float('$objects') <= hi else 1)"; then
+  pass "Prometheus: 4096-byte class $objects live objects (expected $range), $samples samples taken"
+else
+  fail "Prometheus: 4096-byte class '$objects' (expected $range), samples '$samples'"
+fi
+kill "$prometheus_pid"; wait "$prometheus_pid" 2>/dev/null; prometheus_pid=""
+
+# --- peak: 128 MiB at peak_site, freed -------------------------------------
+tell peak
+await '^peaked' 60 || fail "peak did not finish"
+held_peak=$((128 * MiB))
+if pprof_top peak "$base/debug/pprof/peak" && pprof_top after "$base/debug/pprof/heap"; then
+  p=$(site_bytes "$work/peak.top" peak_site); now=$(site_bytes "$work/after.top" peak_site)
+  # The copy is taken within a 32nd of the peak (peak_profile.h): 5 sd
+  # below, and a 32nd on top of that.
+  lower=$(python3 -c "import math; print(int($held_peak*31/32 - 5*math.sqrt($held_peak*$RATE)))")
+  upper=$(python3 -c "import math; print(int($held_peak + 5*math.sqrt($held_peak*$RATE)))")
+  if [ "$p" -ge "$lower" ] && [ "$p" -le "$upper" ] && [ "$now" -eq 0 ]; then
+    pass "peak: peak_site $p B ($held_peak; $lower..$upper), now $now B"
+  else
+    fail "peak: peak_site $p B ($lower..$upper), in the heap now $now B"; cat "$work/peak.top"
+  fi
+else
+  fail "go tool pprof peak: $(cat "$work/peak.err" "$work/after.err")"
+fi
+
+# --- bad clients, while the program works ------------------------------------
+tell "many 20000"
+await '^many' 60 || fail "many did not finish"
+before=$(curl -sf "$base/metrics" | awk '$1 == "snmalloc_live_bytes" { print $2 }')
+tell "work 15"
+if python3 "$here/bad_clients.py" "$port" "$TIMEOUT"; then pass "bad clients (above)"
+else fail "bad clients (above)"; fi
+await '^work' 120 || fail "work did not finish"
+grep -q '^work ok' "$work/out" || fail "the program's work was harmed: $(grep ^work "$work/out")"
+tell check
+await '^heap' 60 || fail "check did not finish"
+if grep -q '^heap ok' "$work/out"; then pass "the program's work and heap are unharmed"
+else fail "heap check: $(grep ^heap "$work/out")"; fi
+after=$(curl -sf "$base/metrics" | awk '$1 == "snmalloc_live_bytes" { print $2 }')
+# The work thread has exited (its frees are recounted), the server's
+# buffers are freed: what remains is what was held before, within 2 MiB.
+if [ -n "$after" ] && [ "$after" -le $((before + 2 * MiB)) ]; then
+  pass "live bytes after the attacks: $after (before: $before)"
+else
+  fail "live bytes grew from $before to $after"
+fi
+
+# --- fork: the child has no server, may start its own; the parent serves on
+tell fork
+await '^fork' 60 || fail "fork did not finish"
+if grep -q '^fork ok' "$work/out" && curl -sf -o /dev/null "$base/metrics"; then
+  pass "fork: no server in the child until it starts one; the parent serves on"
+else
+  fail "fork: $(grep ^fork "$work/out")"
+fi
+
+# --- stop at exit ----------------------------------------------------------
+tell quit
+exec 3>&-
+status=0
+for _ in $(seq 100); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$target_pid" 2>/dev/null; then fail "http_target did not exit"
+else wait "$target_pid"; status=$?; target_pid=""; fi
+if [ "$status" -eq 0 ] && ! curl -s -o /dev/null "$base/metrics"; then pass "exit 0; the port is closed"
+else fail "exit status $status, or the port still answers"; fi
+
+[ "$failures" -eq 0 ] && echo "http.sh: all passed" || echo "http.sh: $failures failed"
+[ "$failures" -eq 0 ]
