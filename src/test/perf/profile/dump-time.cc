@@ -1,8 +1,16 @@
 // Time to write a profile: 100,000 live samples (every allocation sampled)
 // over 5,000 distinct stacks of about 64 frames, then dump() three times,
-// each timed end to end (symbolization, encoding, gzip, write).  Needs a
-// profiling build; see docs/performance.md.
+// each timed end to end (symbolization, encoding, gzip, write); then the
+// same profile fetched five times from the HTTP endpoint
+// (/debug/pprof/heap on loopback), each timed from connect to the last
+// byte.  Needs a profiling build; see docs/performance.md.
 #include <snmalloc/snmalloc.h>
+#include <snmalloc/snmalloc_profile.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -44,6 +52,28 @@ namespace
       b(id, depth - 1);
     asm volatile("" ::: "memory");
   }
+
+  // GET `path` from 127.0.0.1:port; the bytes of the whole response.
+  size_t http_get(uint16_t port, const char* path)
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+      return 0;
+    char request[128];
+    int n = std::snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    if (::write(fd, request, size_t(n)) != n)
+      return 0;
+    size_t total = 0;
+    char buffer[65536];
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;)
+      total += size_t(got);
+    ::close(fd);
+    return total;
+  }
 } // namespace
 
 int main(int argc, char** argv)
@@ -67,5 +97,21 @@ int main(int argc, char** argv)
     if (!r.ok())
       return 1;
   }
-  return 0;
+  uint16_t port = 0;
+  if (snmalloc_profile_http_start(":0", &port) != 0)
+    return 1;
+  for (int rep = 0; rep < 5; rep++)
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    size_t bytes = http_get(port, "/debug/pprof/heap");
+    auto t1 = std::chrono::steady_clock::now();
+    std::printf(
+      "RESULT name=serve-heap fetch=%d bytes=%zu ms=%.1f\n",
+      rep,
+      bytes,
+      std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (bytes == 0)
+      return 1;
+  }
+  return snmalloc_profile_http_stop();
 }
