@@ -64,9 +64,11 @@ namespace snmalloc::profile::http
   inline void write_profiler_metrics(PrometheusText& m)
   {
     int64_t estimate = peak_profile.live_bytes();
-    m.single(
-      "snmalloc_profile_sampling_interval_bytes", "gauge",
-      "Mean sampling interval of the heap profiler (0: not sampling)", interval());
+    m.family(
+      "snmalloc_profile_sampling_rate", "gauge",
+      "Mean sampling interval of the heap profiler: bytes in mode bytes, allocations in modes count "
+      "and sizeclass (0: not sampling)");
+    m.sample("snmalloc_profile_sampling_rate", "mode", mode_name(mode()), interval());
     m.single("snmalloc_profile_samples_total", "counter", "Allocations sampled", samples_taken());
     m.single("snmalloc_profile_live_samples", "gauge", "Sampled objects still live", live_samples());
     m.single(
