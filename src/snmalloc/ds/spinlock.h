@@ -30,6 +30,12 @@ namespace snmalloc
       }
     }
 
+    bool try_lock() noexcept
+    {
+      return !held.load(std::memory_order_relaxed) &&
+        !held.exchange(true, std::memory_order_acquire);
+    }
+
     void unlock() noexcept
     {
       held.store(false, std::memory_order_release);

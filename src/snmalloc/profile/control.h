@@ -149,7 +149,8 @@ namespace snmalloc::profile
     return 0;
   }
 
-  // Replace the stack source (nullptr restores libunwind).  For tests.
+  // Replace the stack source (nullptr restores the unwind-table walk).  For
+  // tests.
   inline void set_stack_source(StackSource source)
   {
     stack_source.store(source, std::memory_order_release);

@@ -37,12 +37,12 @@
 // C++" heuristics would strip parameters from some names only (measured:
 // "f()" stays, "(anonymous namespace)::g()" becomes "::g").
 
+#include "float_math.h"
 #include "protobuf_writer.h"
 #include "sample_mode.h"
 #include "symbolize.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -237,10 +237,10 @@ namespace snmalloc::profile
       {
         const uint64_t* locations = stack_locations(bucket);
         const int64_t values[] = {
-          std::llround(bucket.alloc_objects),
-          std::llround(bucket.alloc_bytes),
-          std::llround(bucket.inuse_objects),
-          std::llround(bucket.inuse_bytes)};
+          round_of(bucket.alloc_objects),
+          round_of(bucket.alloc_bytes),
+          round_of(bucket.inuse_objects),
+          round_of(bucket.inuse_bytes)};
 
         size_t sample = writer.begin_message(profile_field::sample);
         writer.packed_varint_field(sample_field::location_id, locations, bucket.depth);

@@ -310,12 +310,14 @@ namespace snmalloc::profile
       sample_lists.prefork();
       profile_pool.prefork();
       guarded_slots.prefork();
+      frame_rule_cache.prefork();
     }
 
     // In the child and the parent alike: the parent merely asks again once.
     static void postfork()
     {
       cached_thread_id = 0;
+      frame_rule_cache.postfork();
       guarded_slots.postfork();
       profile_pool.postfork();
       sample_lists.postfork();

@@ -28,8 +28,7 @@
 // allocated in one run has k within 2 of n/N.
 
 #include "../ds/ds.h"
-
-#include <cmath>
+#include "float_math.h"
 
 namespace snmalloc::profile
 {
@@ -86,7 +85,7 @@ namespace snmalloc::profile
   {
     if (mode != SampleMode::Bytes)
       return double(interval);
-    return 1.0 / -std::expm1(-double(size) / double(interval));
+    return 1.0 / -expm1_of(-double(size) / double(interval));
   }
 
   // Bytes one sample stands for, rounded down (the live-heap estimate's unit).

@@ -23,6 +23,7 @@
 // and serves that allocation as a sample (profiler.h).  Large allocations
 // count down on their own slow path, a batch of one.
 
+#include "float_math.h"
 #include "settings.h"
 
 namespace snmalloc::profile
@@ -86,11 +87,11 @@ namespace snmalloc::profile
       switch (mode_)
       {
         case SampleMode::Bytes:
-          c.until = size_t(-std::log(uniform_open()) * double(interval_));
+          c.until = size_t(-log_of(uniform_open()) * double(interval_));
           return;
         case SampleMode::Count:
           // Failures before a success of probability 1/N.
-          c.until = size_t(std::log(uniform_open()) / std::log1p(-1.0 / double(interval_)));
+          c.until = size_t(log_of(uniform_open()) / log1p_of(-1.0 / double(interval_)));
           return;
         case SampleMode::SizeClass:
         {

@@ -1,18 +1,22 @@
 #pragma once
 // Layer profile, stage "record": capturing the allocating call stack.
 //
-// libunwind's unw_backtrace walks the stack with the binaries' unwind
-// tables and returns raw return addresses only; names are resolved at dump
-// time.  The walk may take the loader's lock and may call malloc, so it runs
-// with no allocator lock held and with the re-entrancy guard set.  Tests
-// replace the source to get stacks that do not depend on the unwinder.
+// The stack is walked with the binaries' DWARF unwind tables, the ones
+// C++ exceptions use (frame_rules.h), so code built without frame pointers
+// unwinds as exactly as code built with them; only raw return addresses
+// are kept, names are resolved at dump time.  The rule of each address is
+// cached, so a sample's walk is a few loads per frame; a stack with a frame
+// the rules do not cover (a signal frame, a realigned stack) is walked by
+// the toolchain's unwinder instead (`_Unwind_Backtrace`).  The walk may take
+// the loader's lock, so it runs with no allocator lock held and with the
+// re-entrancy guard set.  Tests replace the source to get stacks that do not
+// depend on the unwinder.
 
-#include "settings.h"
+#include "frame_rules.h"
 
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
+#include <unwind.h>
 
 namespace snmalloc::profile
 {
@@ -40,38 +44,61 @@ namespace snmalloc::profile
   class EntryPoints
   {
     static constexpr size_t MAX = 32;
-    uintptr_t start_[MAX] = {};
-    uintptr_t end_[MAX] = {};
+    void* functions_[MAX] = {};
     std::atomic<size_t> count_{0};
+    // Their extents, looked up (dladdr1) at the first sample, not at
+    // start-up: 40,000 instructions a process that never samples need not
+    // pay.  A thread that finds them unresolved resolves them itself; none
+    // waits for another (which might wait for the loader's lock this one
+    // holds), and all store the same values.
+    std::atomic<uintptr_t> start_[MAX] = {};
+    std::atomic<uintptr_t> end_[MAX] = {};
+    std::atomic<size_t> resolved_{0};
+
+    SNMALLOC_SLOW_PATH void resolve(size_t n) noexcept
+    {
+      for (size_t i = 0; i < n; i++)
+      {
+        Dl_info info;
+        void* entry = nullptr; // dladdr1 writes a const ElfW(Sym)* here
+        uintptr_t start = 0, end = 0;
+        if (
+          ::dladdr1(functions_[i], &info, &entry, RTLD_DL_SYMENT) != 0 && entry != nullptr &&
+          info.dli_saddr != nullptr)
+        {
+          start = reinterpret_cast<uintptr_t>(info.dli_saddr);
+          end = start + static_cast<const ElfW(Sym)*>(entry)->st_size;
+        }
+        start_[i].store(start, std::memory_order_relaxed);
+        end_[i].store(end, std::memory_order_relaxed);
+      }
+      resolved_.store(n, std::memory_order_release);
+    }
 
   public:
     // `fn` must be a function whose symbol (with its size) the dynamic
-    // linker knows; others are ignored.
+    // linker knows; others are ignored.  Called before threads start.
     void add(void* fn) noexcept
     {
-      Dl_info info;
-      void* entry = nullptr; // dladdr1 writes a const ElfW(Sym)* here
-      if (::dladdr1(fn, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr)
-        return;
-      const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-      if (symbol->st_size == 0 || info.dli_saddr == nullptr)
-        return;
       size_t i = count_.load(std::memory_order_relaxed);
       if (i == MAX)
         return;
-      start_[i] = reinterpret_cast<uintptr_t>(info.dli_saddr);
-      end_[i] = start_[i] + symbol->st_size;
+      functions_[i] = fn;
       count_.store(i + 1, std::memory_order_release);
     }
 
     // A return address inside one of them (it may equal the end when the
     // call is the function's last instruction).
-    bool contains(uintptr_t return_address) const noexcept
+    bool contains(uintptr_t return_address) noexcept
     {
       size_t n = count_.load(std::memory_order_acquire);
+      if (SNMALLOC_UNLIKELY(resolved_.load(std::memory_order_acquire) != n))
+        resolve(n);
       for (size_t i = 0; i < n; i++)
       {
-        if (return_address > start_[i] && return_address <= end_[i])
+        if (
+          return_address > start_[i].load(std::memory_order_relaxed) &&
+          return_address <= end_[i].load(std::memory_order_relaxed))
           return true;
       }
       return false;
@@ -79,6 +106,187 @@ namespace snmalloc::profile
   };
 
   inline EntryPoints entry_points;
+
+  // Frame rules by address, direct-mapped and shared by all threads: one
+  // 64-bit word an entry, the address's bits above the index's (user space:
+  // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
+  // entry, never half of two.  Rules that do not fit (a frame of 2 MiB) are
+  // read from the tables every time.  32 KiB of zeroes until a sample.
+  class FrameRuleCache
+  {
+    static constexpr unsigned INDEX_BITS = 12;
+    static constexpr uintptr_t INDEX_MASK = (uintptr_t(1) << INDEX_BITS) - 1;
+    static constexpr unsigned RULE_BITS = 29;
+    static constexpr unsigned HIGH_BITS = 64 - RULE_BITS;
+    std::atomic<uint64_t> entries_[size_t(1) << INDEX_BITS] = {};
+    // The loader's count of unloaded objects when the entries were made:
+    // an address of an unloaded library may come back with other code.
+    std::atomic<unsigned long long> unloads_{0};
+    // Held while this reads the count: dl_iterate_phdr takes the loader's
+    // lock, which a fork() child would inherit held by a thread it does
+    // not have; prefork holds this instead.
+    SpinLock reading_;
+
+    // The low bits mixed with the next ones (return addresses of one
+    // function differ in the low bits, of different libraries above them);
+    // with the high bits stored, the index gives back the low ones.
+    static size_t index(uintptr_t address)
+    {
+      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
+    }
+
+    // Bit 0: an entry; 1-2: kind; 3: CFA from rbp; 4: rbp saved; 5-10:
+    // rbp's slot in words below the CFA; 11-28: the CFA's offset in words.
+    static bool pack(const FrameRule& rule, uint64_t& bits)
+    {
+      bits = 1 | uint64_t(rule.kind) << 1;
+      if (rule.kind != FrameRule::Kind::Step)
+        return true;
+      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
+        return false;
+      bits |= uint64_t(rule.cfa_from_rbp) << 3 | uint64_t(rule.cfa_offset / 8) << 11;
+      if (rule.rbp_saved)
+      {
+        if (rule.rbp_offset % 8 != 0 || rule.rbp_offset > -8 || rule.rbp_offset / 8 <= -64)
+          return false;
+        bits |= uint64_t(1) << 4 | uint64_t(-rule.rbp_offset / 8) << 5;
+      }
+      return true;
+    }
+
+    static FrameRule unpack(uint64_t bits)
+    {
+      FrameRule rule;
+      rule.kind = FrameRule::Kind((bits >> 1) & 3);
+      rule.cfa_from_rbp = ((bits >> 3) & 1) != 0;
+      rule.rbp_saved = ((bits >> 4) & 1) != 0;
+      rule.rbp_offset = -int32_t((bits >> 5) & 63) * 8;
+      rule.cfa_offset = int32_t((bits >> 11) & ((1 << 18) - 1)) * 8;
+      return rule;
+    }
+
+    static int count_unloads(dl_phdr_info* info, size_t, void* out)
+    {
+      *static_cast<unsigned long long*>(out) = info->dlpi_subs;
+      return 1; // the first object says it
+    }
+
+  public:
+    // Forget every rule if a library was unloaded since they were made.
+    // While another thread reads the count, this one trusts it: that thread
+    // may be waiting for the loader's lock held by a dlopen that allocates.
+    void check_unloads()
+    {
+      if (!reading_.try_lock())
+        return;
+      unsigned long long unloads = 0;
+      ::dl_iterate_phdr(count_unloads, &unloads);
+      if (SNMALLOC_UNLIKELY(unloads != unloads_.load(std::memory_order_relaxed)))
+      {
+        for (auto& entry : entries_)
+          entry.store(0, std::memory_order_relaxed);
+        unloads_.store(unloads, std::memory_order_relaxed);
+      }
+      reading_.unlock();
+    }
+
+    void prefork() noexcept
+    {
+      reading_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      reading_.unlock();
+    }
+
+    FrameRule rule_at(uintptr_t address)
+    {
+      std::atomic<uint64_t>& entry = entries_[index(address)];
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t word = entry.load(std::memory_order_relaxed);
+      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & 1) != 0))
+        return unpack(word);
+      FrameRule rule = frame_rule_at(address);
+      uint64_t bits;
+      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
+        entry.store(high << RULE_BITS | bits, std::memory_order_relaxed);
+      return rule;
+    }
+  };
+
+  inline FrameRuleCache frame_rule_cache;
+
+  // Return addresses from this function's own (an address in its caller)
+  // outwards; SIZE_MAX if a frame needs the toolchain's unwinder.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack(uintptr_t* out, size_t max)
+  {
+    uintptr_t ip, sp, bp;
+    // rbp first: when this function uses rbp as an ordinary register, an
+    // output may be given it.
+    asm volatile("movq %%rbp, %2\n\tmovq %%rsp, %1\n\tleaq 0(%%rip), %0"
+                 : "=&r"(ip), "=&r"(sp), "=&r"(bp));
+    uintptr_t address = ip; // an instruction of this function, not a call
+    size_t n = 0;
+    while (n < max)
+    {
+      FrameRule rule = frame_rule_cache.rule_at(address);
+      if (rule.kind == FrameRule::Kind::Unsupported)
+        return SIZE_MAX;
+      if (rule.kind != FrameRule::Kind::Step)
+        break;
+      uintptr_t cfa = (rule.cfa_from_rbp ? bp : sp) + uintptr_t(intptr_t(rule.cfa_offset));
+      if (cfa <= sp) // callers' frames lie above: a wrong table, stop
+        break;
+      uintptr_t return_address = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      if (rule.rbp_saved)
+        bp = *reinterpret_cast<const uintptr_t*>(cfa + uintptr_t(intptr_t(rule.rbp_offset)));
+      sp = cfa;
+      if (return_address == 0)
+        break;
+      out[n++] = return_address;
+      address = return_address - 1; // inside the call instruction
+    }
+    return n;
+  }
+
+  namespace stack_capture_detail
+  {
+    struct Trace
+    {
+      uintptr_t* out;
+      size_t max;
+      size_t n;
+      size_t skip;
+    };
+
+    inline _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* arg)
+    {
+      auto* trace = static_cast<Trace*>(arg);
+      if (trace->skip > 0)
+      {
+        trace->skip--;
+        return _URC_NO_REASON;
+      }
+      uintptr_t ip = _Unwind_GetIP(context);
+      // After the outermost frame libgcc reports a caller at 0.
+      if (trace->n == trace->max || ip == 0)
+        return _URC_END_OF_STACK;
+      trace->out[trace->n++] = ip;
+      return _URC_NO_REASON;
+    }
+  } // namespace stack_capture_detail
+
+  // The same with the toolchain's unwinder: slower (each frame's table is
+  // read afresh), but it knows every kind of frame.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack_fully(uintptr_t* out, size_t max)
+  {
+    // The first address is in this function: skip it, so that the first
+    // kept is in our caller, as with walk_stack.
+    stack_capture_detail::Trace trace{out, max, 0, 1};
+    _Unwind_Backtrace(stack_capture_detail::add_frame, &trace);
+    return trace.n;
+  }
 
   SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
   {
@@ -88,9 +296,12 @@ namespace snmalloc::profile
     constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
     uintptr_t raw[MAX_DEPTH + CUT];
     size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
-    int n = unw_backtrace(reinterpret_cast<void**>(raw), int(want));
+    frame_rule_cache.check_unloads();
+    size_t n = walk_stack(raw, want);
+    if (n == SIZE_MAX)
+      n = walk_stack_fully(raw, want);
     size_t first = ALLOCATOR_FRAMES;
-    for (size_t i = 0; i < size_t(n) && i < CUT; i++)
+    for (size_t i = 0; i < n && i < CUT; i++)
     {
       if (raw[i] == slow_path_return_address)
       {
@@ -98,11 +309,11 @@ namespace snmalloc::profile
         break;
       }
     }
-    while (first < size_t(n) && entry_points.contains(raw[first]))
+    while (first < n && entry_points.contains(raw[first]))
       first++;
-    if (size_t(n) <= first)
+    if (n <= first)
       return 0;
-    size_t depth = size_t(n) - first;
+    size_t depth = n - first;
     if (depth > max)
       depth = max;
     for (size_t i = 0; i < depth; i++)

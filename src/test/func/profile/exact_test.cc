@@ -2,7 +2,7 @@
 // 1 / (1 - e^-size), 1 to within 1e-7, so pprof
 // must show, per allocating function, exactly the objects and bytes the
 // program allocated there (alloc_*) and still holds (inuse_*), in units of
-// malloc_usable_size.  Once with stacks from libunwind, once with a
+// malloc_usable_size.  Once with stacks from the unwind tables, once with a
 // replaced stack source, so attribution is checked without the unwinder.
 #include "profile_test_support.h"
 
@@ -220,7 +220,7 @@ namespace
   }
 } // namespace
 
-TEST_CASE("exact mode: every site's counts and bytes with stacks from libunwind")
+TEST_CASE("exact mode: every site's counts and bytes with stacks from the unwind tables")
 {
   std::map<std::string, SiteValues> expected;
   for (const Site& site : SITES)

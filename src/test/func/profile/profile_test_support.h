@@ -33,7 +33,7 @@ namespace profile_test
     return reinterpret_cast<uintptr_t>(function) + 1;
   }
 
-  // A replaced stack source for the life of the object; libunwind after.
+  // A replaced stack source for the life of the object; the unwind tables after.
   class StackSourceScope
   {
   public:

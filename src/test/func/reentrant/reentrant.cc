@@ -1,4 +1,4 @@
-// The stack capture may itself allocate (libunwind does, now and then),
+// The stack capture may itself allocate (the toolchain's unwinder may),
 // from the very sizeclass whose fast list is being refilled at a sample
 // point.  Here the stack source allocates every time, at R == 1.  Every
 // allocation of the program must still be sampled, none corrupted, and no

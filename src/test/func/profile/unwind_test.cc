@@ -1,0 +1,226 @@
+// The stack walk of profile/stack_capture.h on frames of every shape the
+// compiler makes (a plain call, a frame of several KiB, alloca, a stack
+// realigned for an over-aligned local, a callback from libc built without
+// frame pointers, a signal handler, deep recursion): the walk with cached
+// rules gives exactly the addresses of the toolchain's unwinder, and both
+// contain each level's own return address (__builtin_return_address(0),
+// which needs no unwinding) in order.  Built with and without frame
+// pointers (func-profile-unwind, func-profile-unwind-nofp).
+#include <snmalloc/snmalloc.h>
+
+#include <alloca.h>
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using snmalloc::profile::walk_stack;
+using snmalloc::profile::walk_stack_fully;
+
+namespace
+{
+  constexpr size_t MAX = 128;
+  volatile int sink = 0;
+
+  struct Check
+  {
+    std::string shape;
+    std::vector<uintptr_t> walked, full, expected;
+    bool fell_back = false;
+  };
+
+  std::vector<Check>* checks = nullptr;
+  std::vector<uintptr_t> levels; // return addresses of the levels, innermost first
+
+  // Both walks from the same frame; entry 0 is in this function and 1 is
+  // its return address, both the same for the two calls' sites only from 2.
+  __attribute__((noinline)) void capture_here(const char* shape)
+  {
+    uintptr_t a[MAX], b[MAX];
+    size_t na = walk_stack(a, MAX);
+    size_t nb = walk_stack_fully(b, MAX);
+    Check c;
+    c.shape = shape;
+    c.fell_back = na == SIZE_MAX;
+    if (!c.fell_back)
+      c.walked.assign(a, a + na);
+    c.full.assign(b, b + nb);
+    c.expected = levels;
+    c.expected.insert(c.expected.begin(), uintptr_t(__builtin_return_address(0)));
+    checks->push_back(std::move(c));
+  }
+
+  // Each level records its own return address before going deeper.
+  struct Level
+  {
+    Level(uintptr_t return_address)
+    {
+      levels.insert(levels.begin(), return_address);
+    }
+    ~Level()
+    {
+      levels.erase(levels.begin());
+    }
+  };
+
+  __attribute__((noinline)) void shape_plain()
+  {
+    Level l(uintptr_t(__builtin_return_address(0)));
+    capture_here("plain");
+    sink = sink + 1;
+  }
+
+  __attribute__((noinline)) void shape_large_frame()
+  {
+    Level l(uintptr_t(__builtin_return_address(0)));
+    char buffer[6000];
+    for (size_t i = 0; i < sizeof(buffer); i += 64)
+      buffer[i] = char(i);
+    sink = buffer[size_t(sink) & 63];
+    capture_here("large frame");
+    sink = buffer[7];
+  }
+
+  __attribute__((noinline)) void shape_alloca(size_t n)
+  {
+    Level l(uintptr_t(__builtin_return_address(0)));
+    char* p = static_cast<char*>(alloca(n));
+    for (size_t i = 0; i < n; i++)
+      p[i] = char(i);
+    sink = p[n / 2];
+    capture_here("alloca");
+    sink = p[0];
+  }
+
+  __attribute__((noinline)) void shape_realigned()
+  {
+    Level l(uintptr_t(__builtin_return_address(0)));
+    alignas(128) char buffer[128];
+    for (size_t i = 0; i < sizeof(buffer); i++)
+      buffer[i] = char(i);
+    sink = buffer[size_t(sink) & 3];
+    capture_here("realigned");
+    sink = buffer[1];
+  }
+
+  int compare_and_capture(const void* x, const void* y)
+  {
+    static int captured = 0;
+    if (captured++ < 2)
+    {
+      // No Level here: qsort's own frames lie between this and the caller.
+      capture_here("qsort callback");
+    }
+    return *static_cast<const int*>(x) - *static_cast<const int*>(y);
+  }
+
+  __attribute__((noinline)) void shape_libc_callback()
+  {
+    int values[64];
+    for (int i = 0; i < 64; i++)
+      values[i] = (i * 37) % 64;
+    std::qsort(values, 64, sizeof(int), compare_and_capture);
+    sink = values[3];
+  }
+
+  void on_signal(int)
+  {
+    capture_here("signal handler");
+  }
+
+  __attribute__((noinline)) void all_shapes()
+  {
+    shape_plain();
+    shape_large_frame();
+    shape_alloca(100 + size_t(sink & 1));
+    shape_realigned();
+    shape_libc_callback();
+    std::raise(SIGUSR1);
+  }
+
+  __attribute__((noinline)) int recurse(int depth)
+  {
+    Level l(uintptr_t(__builtin_return_address(0)));
+    if (depth == 0)
+      all_shapes();
+    else
+      sink = sink + recurse(depth - 1);
+    return 1;
+  }
+
+  // `inner` appears in `outer` in order, not necessarily adjacent (frames
+  // without a Level lie between).
+  bool in_order(const std::vector<uintptr_t>& inner, const std::vector<uintptr_t>& outer)
+  {
+    size_t j = 0;
+    for (uintptr_t address : inner)
+    {
+      while (j < outer.size() && outer[j] != address)
+        j++;
+      if (j == outer.size())
+        return false;
+      j++;
+    }
+    return true;
+  }
+} // namespace
+
+TEST_CASE("the cached stack walk gives the toolchain unwinder's stacks on every frame shape")
+{
+  std::vector<Check> taken;
+  taken.reserve(256);
+  checks = &taken;
+  std::signal(SIGUSR1, on_signal);
+  // Twice: the second pass reads every rule from the cache.
+  for (int pass = 0; pass < 2; pass++)
+    for (int depth = 0; depth < 12; depth += 3)
+      recurse(depth);
+  std::signal(SIGUSR1, SIG_DFL);
+  checks = nullptr;
+
+  size_t fell_back = 0;
+  for (const Check& c : taken)
+  {
+    INFO("shape " << c.shape << ", " << c.full.size() << " frames");
+    REQUIRE(c.full.size() > 2);
+    if (c.fell_back)
+    {
+      fell_back++;
+      // Only a signal frame needs the toolchain's unwinder.
+      CHECK(c.shape == "signal handler");
+    }
+    else
+    {
+      REQUIRE(c.walked.size() == c.full.size());
+      // Entry 1 is capture_here's return address: the same site for both.
+      for (size_t i = 1; i < c.full.size(); i++)
+      {
+        INFO("frame " << i);
+        CHECK(c.walked[i] == c.full[i]);
+      }
+    }
+    // Every level's own return address, in order, after the entry in
+    // capture_here.
+    std::vector<uintptr_t> outer(c.full.begin() + 1, c.full.end());
+    CHECK(in_order(c.expected, outer));
+  }
+  CHECK(fell_back == 8); // the signal handler of each pass and depth
+}
+
+TEST_CASE("a stack deeper than the buffer is cut at the buffer")
+{
+  struct Deep
+  {
+    static __attribute__((noinline)) size_t down(int n, uintptr_t* out)
+    {
+      if (n == 0)
+        return walk_stack(out, MAX);
+      size_t r = down(n - 1, out);
+      sink = sink + 1;
+      return r;
+    }
+  };
+  uintptr_t a[MAX];
+  CHECK(Deep::down(200, a) == MAX);
+}
