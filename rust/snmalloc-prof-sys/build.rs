@@ -71,14 +71,11 @@ fn main() {
     // the executable, hence found before libc's by the dynamic linker)
     // serve the whole process, C libraries included.
     println!("cargo:rustc-link-lib=static:-bundle,+whole-archive=snmallocshim-static");
-    // What the profiling build needs: libunwind (stack capture), libdl
+    // What the profiling build needs: libgcc_s (the stack capture's FDE
+    // lookup and fallback unwinder, the ones Rust panics use too), libdl
     // (dladdr, and dlopen of zlib at the first dump), the C++ runtime,
     // threads.
-    // libgcc_s goes first: libunwind also defines the _Unwind_* functions
-    // that Rust panics and C++ exceptions use, and whichever library comes
-    // first serves them; they should stay the toolchain's own unwinder.
-    // libunwind is needed only for unw_backtrace.
-    for library in ["gcc_s", "unwind", "dl", "stdc++", "pthread"] {
+    for library in ["gcc_s", "dl", "stdc++", "pthread"] {
         println!("cargo:rustc-link-lib=dylib={library}");
     }
 }

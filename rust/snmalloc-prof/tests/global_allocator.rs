@@ -129,7 +129,8 @@ fn collections_work_across_threads() {
 
 #[test]
 fn panics_unwind_through_the_linked_unwinder() {
-    // libunwind is linked for stack capture; Rust's panics must still unwind.
+    // The stack capture uses libgcc's unwinder too; Rust's panics must still
+    // unwind.
     let caught = std::panic::catch_unwind(|| {
         let _held = vec![1u8; 1000];
         panic!("expected");

@@ -53,8 +53,8 @@ namespace snmalloc::profile
     inline bool is_zero(const ProfileBucket& r)
     {
       // The encoder rounds each value to an integer.
-      return std::llround(r.alloc_objects) == 0 && std::llround(r.alloc_bytes) == 0 &&
-        std::llround(r.inuse_objects) == 0 && std::llround(r.inuse_bytes) == 0;
+      return round_of(r.alloc_objects) == 0 && round_of(r.alloc_bytes) == 0 &&
+        round_of(r.inuse_objects) == 0 && round_of(r.inuse_bytes) == 0;
     }
   } // namespace delta_detail
 

@@ -96,8 +96,9 @@ namespace snmalloc::profile
     if (in_profiler)
       return 0;
     ProfilerGuard guard; // the unwinder may allocate
-    int n = unw_backtrace(reinterpret_cast<void**>(out), int(max));
-    return n > 0 ? size_t(n) : 0;
+    frame_rule_cache.check_unloads();
+    size_t n = walk_stack(out, max);
+    return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
   }
 
   // free() of an address in a guarded slot: a live guarded object is

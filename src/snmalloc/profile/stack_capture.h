@@ -221,6 +221,7 @@ namespace snmalloc::profile
   // outwards; SIZE_MAX if a frame needs the toolchain's unwinder.
   SNMALLOC_SLOW_PATH inline size_t walk_stack(uintptr_t* out, size_t max)
   {
+#if defined(__x86_64__)
     uintptr_t ip, sp, bp;
     // rbp first: when this function uses rbp as an ordinary register, an
     // output may be given it.
@@ -248,6 +249,13 @@ namespace snmalloc::profile
       address = return_address - 1; // inside the call instruction
     }
     return n;
+#else
+    // The rules are x86-64's (frame_rules.h): elsewhere the toolchain's
+    // unwinder walks every stack.
+    (void)out;
+    (void)max;
+    return SIZE_MAX;
+#endif
   }
 
   namespace stack_capture_detail
