@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs the whole
-# test suite in three configurations, each in its own build directory:
+# test suite in four configurations, each in its own build directory:
 #
 #   build/off    Release, SNMALLOC_PROFILE=OFF
 #   build/on     Release, SNMALLOC_PROFILE=ON
 #   build/ubsan  Debug,   SNMALLOC_PROFILE=ON, UndefinedBehaviorSanitizer
+#   build/checks Release, SNMALLOC_PROFILE=ON, SNMALLOC_CHECKS=ON (every test
+#                but the fuzz targets and the CMake consumer, which test the
+#                profile parser, the ELF reader and packaging, none of which
+#                the checks change; the fuzz targets are a minute of test time)
 #
 # and `cargo test` in rust/ when the Rust crate exists.  Stops at the first
 # failure.  The last line sums the ctest results of every configuration as
@@ -65,10 +69,12 @@ count_ctest_results() {
   tests_failed=$((tests_failed + failed))
 }
 
+# run_ctest BUILD_DIR [CTEST_ARGS...]
 run_ctest() {
   local build_dir=$1 log="$1/ctest.log" status=0
+  shift
   ctest --test-dir "$build_dir" --output-on-failure --no-tests=error \
-    -j "$jobs" --timeout "$test_timeout_seconds" 2>&1 | tee "$log" || status=$?
+    -j "$jobs" --timeout "$test_timeout_seconds" "$@" 2>&1 | tee "$log" || status=$?
   count_ctest_results "$log"
   if ((status != 0)); then
     echo "test.sh: ctest failed in $build_dir (log: $log)" >&2
@@ -76,13 +82,15 @@ run_ctest() {
   fi
 }
 
-# configuration NAME CMAKE_ARGS...: configure, build and test build/NAME.
+# configuration NAME CMAKE_ARGS...: configure, build and test build/NAME;
+# CTEST_ARGS (an array) is passed to ctest.
+CTEST_ARGS=()
 configuration() {
   local name=$1 build_dir="build/$1"
   shift
   run_stage "$name: configure" cmake -S . -B "$build_dir" "$@"
   run_stage "$name: build" cmake --build "$build_dir" -j "$jobs"
-  run_stage "$name: ctest" run_ctest "$build_dir"
+  run_stage "$name: ctest" run_ctest "$build_dir" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}
 }
 
 run_stage setup bash scripts/setup.sh
@@ -91,6 +99,9 @@ configuration off -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=OFF
 configuration on -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON
 configuration ubsan -DCMAKE_BUILD_TYPE=Debug -DSNMALLOC_PROFILE=ON \
   "-DCMAKE_C_FLAGS=$ubsan_flags" "-DCMAKE_CXX_FLAGS=$ubsan_flags"
+CTEST_ARGS=(-E '^(fuzz-|cmake-consumer)')
+configuration checks -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON -DSNMALLOC_CHECKS=ON
+CTEST_ARGS=()
 
 if [[ -f rust/Cargo.toml ]]; then
   run_stage "rust: cargo test" \

@@ -9,6 +9,11 @@
 // miss per object (the objects were last written by the freeing thread), and
 // misses on independent chains overlap where those along one chain cannot.
 //
+// The checks build keeps one chain: a message's objects and the messages
+// are linked through the first word only, so the second word keeps its
+// free mark (ds/freelist.h) while the object travels, and a second free of
+// it is seen at the free.
+//
 // Many producers push linked runs of chains with one successful CAS; the
 // single consumer (the owner) takes everything with one exchange.  Order does
 // not matter for frees, so no stub node or FIFO discipline is needed, and
@@ -20,6 +25,11 @@ namespace snmalloc
 {
   class MessageQueue
   {
+  public:
+    // Whether chains are kept apart (linked through a second word).
+    static constexpr bool CHAINS_APART = !config::checks;
+
+  private:
     std::atomic<FreeObject*> head_{nullptr};
 
     // The second word of a chain's first object, encoded like a free list
@@ -34,6 +44,8 @@ namespace snmalloc
     // The chain after `chain` in a stack taken with take_all.
     static FreeObject* next_chain(FreeObject* chain)
     {
+      if constexpr (!CHAINS_APART)
+        return nullptr; // one chain holds everything
       std::atomic<uintptr_t>& link = chain_link(chain);
       return decode_link<FreeObject>(link.load(std::memory_order_relaxed), &link);
     }
@@ -45,13 +57,18 @@ namespace snmalloc
       link.store(encode_link(rest, &link), std::memory_order_relaxed);
     }
 
-    // Push the run of chains first..last (last's chain link is overwritten).
+    // Push the run of chains from `first` to the chain `last` (its chain
+    // link is overwritten), or without CHAINS_APART the one chain from
+    // `first` to the object `last` (its link is overwritten).
     void post(FreeObject* first, FreeObject* last) noexcept
     {
       FreeObject* old = head_.load(std::memory_order_relaxed);
       do
       {
-        link_chains(last, old);
+        if constexpr (CHAINS_APART)
+          link_chains(last, old);
+        else
+          last->set_next(old);
       } while (!head_.compare_exchange_weak(
         old, first, std::memory_order_release, std::memory_order_relaxed));
     }

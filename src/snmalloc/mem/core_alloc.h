@@ -223,9 +223,6 @@ namespace snmalloc
               continue;
             f = chains;
             chains = message_link(f, MessageQueue::next_chain(f));
-            // The chain link took the place of the checks build's free mark.
-            if constexpr (config::checks)
-              f->mark_free();
           }
           FreeObject* next = message_link(f, f->next_relaxed());
           dealloc_local(f);

@@ -23,14 +23,16 @@ namespace snmalloc
     static constexpr size_t SLOTS = 64;
 
   public:
-    // Chains per destination: as many cache misses as the owner overlaps.
-    static constexpr size_t LANES = 4;
+    // Chains per destination: as many cache misses as the owner overlaps
+    // (one chain when the queue keeps no chains apart: the checks build).
+    static constexpr size_t LANES = MessageQueue::CHAINS_APART ? 4 : 1;
 
   private:
     struct Slot
     {
       RemoteInbox* dest = nullptr;
       FreeObject* lanes[LANES] = {};
+      FreeObject* tail = nullptr; // lanes[0]'s last object, without CHAINS_APART
       size_t turn = 0;
     };
 
@@ -45,6 +47,12 @@ namespace snmalloc
 
     static void post(Slot& s)
     {
+      if constexpr (!MessageQueue::CHAINS_APART)
+      {
+        s.dest->queue.post(s.lanes[0], s.tail);
+        s = Slot{};
+        return;
+      }
       FreeObject* first = nullptr;
       FreeObject* last = nullptr;
       for (FreeObject* chain : s.lanes)
@@ -75,6 +83,11 @@ namespace snmalloc
       }
       FreeObject*& lane = s.lanes[s.turn++ % LANES];
       FreeObject* f = FreeObject::from(p);
+      if constexpr (!MessageQueue::CHAINS_APART)
+      {
+        if (lane == nullptr)
+          s.tail = f;
+      }
       f->set_next(lane);
       lane = f;
       cached_bytes_ += size;

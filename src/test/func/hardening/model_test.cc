@@ -190,7 +190,11 @@ namespace
           else if (rng() % 2 == 0)
             expect(std::realloc(b.p, 0) == nullptr, "realloc(p, 0) did not free");
           else
-            ::operator delete(b.p, b.size); // sized free
+            // A sized free: the aligned form, whose size is checked to be at
+            // most the block's (the checks build checks the unaligned form's
+            // size exactly against operator new's: a realloc'd or aligned
+            // block has another class than its size).
+            ::operator delete(b.p, b.size, std::align_val_t(b.align));
           return;
         case Origin::New:
           if (rng() % 2 == 0)
