@@ -20,6 +20,7 @@ Modes:
             512 KiB, count and sizeclass 8192 allocations) and with guarded
             sampling (guard=100) against ours, and guard=100 against the
             same profiling without it.
+  checks    the checks build (libsnmallocshim-checks.so) against ours.
 
 Example:
   scripts/bench.py --build /work/main/build --runs 5 --mode both
@@ -114,6 +115,8 @@ def allocators_for(mode, build):
             library(profile, "ours-guard100", {"SNMALLOC_PROFILE": f"rate={SAMPLE_BYTES},guard=100"}),
             library(profile, "ours-sizeclass-guard100", {"SNMALLOC_PROFILE": "mode=sizeclass,guard=100"}),
         ]
+    if mode == "checks":
+        return [ours, library(os.path.join(build, "libsnmallocshim-checks.so"), "ours-checks")]
     if mode == "compare":
         return [
             ours,
@@ -133,9 +136,10 @@ def allocators_for(mode, build):
     ]
 
 
-# (baseline, with profiling) pairs of the overhead mode.
+# (baseline, with profiling or checks) pairs of the overhead and checks modes.
 OVERHEAD_PAIRS = [
     ("ours", "ours-profile"),
+    ("ours", "ours-checks"),
     ("jemalloc", "jemalloc+prof"),
     ("tcmalloc-full", "tcmalloc-full+sample"),
 ]
@@ -288,7 +292,7 @@ def overhead_table(results, available, pairs=OVERHEAD_PAIRS):
             for what in ("ops/s", "ops/CPU-s", "RSS MiB")
             for column in (base, profiled, "ratio")
         ]
-        tables.append(f"{profiled} against {base} (medians; ratio = profiled / plain):\n\n" + markdown(header, rows))
+        tables.append(f"{profiled} against {base} (medians; ratio = {profiled} / {base}):\n\n" + markdown(header, rows))
     return "\n\n".join(tables)
 
 
@@ -341,7 +345,7 @@ def main():
     parser.add_argument("--perf-dir", help="folder of the perf-* programs (default BUILD/src/test/perf)")
     parser.add_argument("--runs", type=int, default=5, help="runs per allocator and workload (K)")
     parser.add_argument("--threads", type=int, default=2, help="threads of the multi-threaded workloads")
-    parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling"], default="compare")
+    parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling", "checks"], default="compare")
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
     parser.add_argument("--json", help="also write every run's figures to this file")

@@ -55,6 +55,9 @@ struct snmalloc_stats
   /* Memory the heap profiler keeps for itself (0 without profiling): its
      stack table and live samples' records. */
   uint64_t profiler_bytes;
+  /* Samples the heap profiler dropped because memory ran out (0 without
+     profiling); also said in a comment of every profile. */
+  uint64_t profile_samples_dropped;
   uint64_t sizeclass_count; /* SNMALLOC_STATS_SIZECLASSES */
   struct snmalloc_sizeclass_stats sizeclasses[SNMALLOC_STATS_SIZECLASSES];
 };

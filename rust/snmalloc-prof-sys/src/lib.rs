@@ -161,6 +161,7 @@ pub struct snmalloc_stats {
     pub resident_bytes: u64,
     pub meta_bytes: u64,
     pub profiler_bytes: u64,
+    pub profile_samples_dropped: u64,
     pub sizeclass_count: u64,
     pub sizeclasses: [snmalloc_sizeclass_stats; SNMALLOC_STATS_SIZECLASSES],
 }

@@ -51,6 +51,10 @@ namespace snmalloc
     // make its whole slab resident (linking all of a 4 KiB class's 64 KiB
     // slab wrote 16 pages for its first object).
     std::array<uint32_t, NUM_SMALL_CLASSES> untouched_step{};
+    // ceil(2^64 / size): an offset in a slab divided by the size is the
+    // high word of its product with this (exact while offset * size <
+    // 2^64), a multiply instead of a division for the checks of frees.
+    std::array<uint64_t, NUM_SMALL_CLASSES> reciprocal{};
 
     constexpr SizeclassTable()
     {
@@ -73,6 +77,7 @@ namespace snmalloc
         wake_threshold[c] = static_cast<uint32_t>(wake == 0 ? 1 : wake);
         size_t step = config::CHUNK_SIZE / s;
         untouched_step[c] = static_cast<uint32_t>(step == 0 ? 1 : step);
+        reciprocal[c] = ~uint64_t(0) / s + 1;
       }
     }
   };
@@ -94,6 +99,12 @@ namespace snmalloc
   SNMALLOC_FAST_PATH size_t sizeclass_to_size(sizeclass_t sc)
   {
     return sizeclasses.size[sc];
+  }
+
+  // offset / sizeclass_to_size(sc), for offsets within a slab.
+  SNMALLOC_FAST_PATH size_t index_in_slab(size_t offset, sizeclass_t sc)
+  {
+    return size_t((unsigned __int128)offset * sizeclasses.reciprocal[sc] >> 64);
   }
 
   // The smallest size >= `size` that is a multiple of `align` (a power of

@@ -34,7 +34,7 @@ namespace snmalloc
       if (config::checks && p != nullptr)
         FreeObject::from(p)->clear_mark();
       if (zero && p != nullptr)
-        std::memset(p, 0, size);
+        Pal::fill(p, 0, size);
     }
     else
     {
@@ -139,7 +139,7 @@ namespace snmalloc
         if constexpr (config::checks)
           p->clear_mark();
         if constexpr (zero)
-          std::memset(static_cast<void*>(p), 0, size);
+          Pal::fill(static_cast<void*>(p), 0, size);
         return p;
       }
     }
@@ -304,7 +304,7 @@ namespace snmalloc
         count(realloc_stats.bytes_remapped, bytes);
         return;
       }
-      std::memcpy(q, p, bytes);
+      Pal::copy(q, p, bytes);
       count(realloc_stats.bytes_copied, bytes);
     }
   } // namespace detail
@@ -385,7 +385,7 @@ namespace snmalloc
       return nullptr;
     size_t bytes = usable < size ? usable : size;
     if (!large)
-      std::memcpy(q, p, bytes);
+      Pal::copy(q, p, bytes);
     else
       detail::move_contents(q, p, bytes);
     dealloc(p);

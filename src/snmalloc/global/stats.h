@@ -74,6 +74,7 @@ namespace snmalloc
     s.resident_bytes = u.in_use_bytes + u.dirty_free_bytes;
     s.meta_bytes = u.meta_bytes;
     s.profiler_bytes = Profiler::own_bytes();
+    s.profile_samples_dropped = Profiler::samples_dropped();
     return s;
   }
 } // namespace snmalloc

@@ -15,6 +15,7 @@
 //                                        count the bytes, maybe sample it
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
 //   own_bytes()                          statistics: the profiler's own memory
+//   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
 // The malloc and free fast paths call none of them.
 
@@ -50,6 +51,11 @@ namespace snmalloc
     }
 
     static size_t own_bytes()
+    {
+      return 0;
+    }
+
+    static uint64_t samples_dropped()
     {
       return 0;
     }

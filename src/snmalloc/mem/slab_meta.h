@@ -106,7 +106,8 @@ namespace snmalloc
     bool is_object_start(const void* p) const
     {
       uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
-      return offset < slab_size() && offset % sizeclass_to_size(sizeclass) == 0;
+      return offset < slab_size() &&
+        offset == index_in_slab(offset, sizeclass) * sizeclass_to_size(sizeclass);
     }
 
     // Does the free list hold exactly `expected` objects?  Bounded, so a
@@ -157,7 +158,7 @@ namespace snmalloc
     // list, in a thread's fast list or in a message).  Any thread may call
     // this: it reads only fields fixed while the slab lives.  The bytes
     // past the link and the mark are poisoned, so a read after free sees no
-    // stale data (before the mark: the checked memset stops at writes to
+    // stale data (not through the checked memset, which stops at writes to
     // freed objects, override/checked_copies.h).
     SNMALLOC_SLOW_PATH void check_free(void* p) const
     {
@@ -167,7 +168,7 @@ namespace snmalloc
       if (f->marked_free())
         report_bad_free(BadFree::DoubleFree, p);
       size_t size = sizeclass_to_size(sizeclass);
-      std::memset(static_cast<char*>(p) + POISON_FROM, POISON, size - POISON_FROM);
+      Pal::fill(static_cast<char*>(p) + POISON_FROM, POISON, size - POISON_FROM);
       f->mark_free();
     }
 
@@ -177,8 +178,7 @@ namespace snmalloc
     {
       if (!is_object_start(p))
         report_bad_free(BadFree::Interior, p);
-      size_t size = sizeclass_to_size(sizeclass);
-      if (!on_free_list.add((reinterpret_cast<uintptr_t>(p) - base) / size))
+      if (!on_free_list.add(index_in_slab(reinterpret_cast<uintptr_t>(p) - base, sizeclass)))
         report_bad_free(BadFree::DoubleFree, p);
     }
 

@@ -8,28 +8,16 @@
 // object after its first) passes through unchecked.  A violation stops the
 // program with one line and abort(), as a bad free does.
 //
-// The copying itself is glibc's: its __memcpy_chk family, which is not
-// interposed, called through volatile pointers so that the compiler cannot
-// fold them back into calls of the memcpy defined here.  Included only by
+// The copying itself is glibc's (snmalloc::glibc in pal/pal_linux.h): its
+// __memcpy_chk family, which is not interposed.  Included only by
 // the checks shims' translation unit (shim_checks.cc).
 
 #include "../global/global.h"
 
 #include <cstring>
 
-extern "C"
-{
-  void* __memcpy_chk(void*, const void*, size_t, size_t) noexcept;
-  void* __memmove_chk(void*, const void*, size_t, size_t) noexcept;
-  void* __memset_chk(void*, int, size_t, size_t) noexcept;
-}
-
 namespace snmalloc::checked
 {
-  inline void* (*volatile glibc_memcpy)(void*, const void*, size_t, size_t) noexcept = &__memcpy_chk;
-  inline void* (*volatile glibc_memmove)(void*, const void*, size_t, size_t) noexcept = &__memmove_chk;
-  inline void* (*volatile glibc_memset)(void*, int, size_t, size_t) noexcept = &__memset_chk;
-
   // The heap object holding an address: its start and size (0: not one
   // that can be bounded), and whether it is free.
   struct HeapObject
@@ -50,7 +38,7 @@ namespace snmalloc::checked
         return {}; // a large object's later chunk, or no object at all
       const auto* meta = reinterpret_cast<const SlabMeta*>(pagemap.entry_of(p).get_meta());
       size_t size = sizeclass_to_size(meta->sizeclass);
-      size_t index = (reinterpret_cast<uintptr_t>(p) - meta->base) / size;
+      size_t index = index_in_slab(reinterpret_cast<uintptr_t>(p) - meta->base, meta->sizeclass);
       if (index >= sizeclasses.capacity[meta->sizeclass])
         return {}; // the slab's slack after its last object
       uintptr_t start = meta->base + index * size;
@@ -134,27 +122,27 @@ extern "C"
   {
     snmalloc::checked::check("memcpy", true, dst, n);
     snmalloc::checked::check("memcpy", false, src, n);
-    return snmalloc::checked::glibc_memcpy(dst, src, n, n);
+    return snmalloc::glibc::memcpy(dst, src, n, n);
   }
 
   SNMALLOC_EXPORT void* mempcpy(void* dst, const void* src, size_t n) noexcept
   {
     snmalloc::checked::check("mempcpy", true, dst, n);
     snmalloc::checked::check("mempcpy", false, src, n);
-    return static_cast<char*>(snmalloc::checked::glibc_memcpy(dst, src, n, n)) + n;
+    return static_cast<char*>(snmalloc::glibc::memcpy(dst, src, n, n)) + n;
   }
 
   SNMALLOC_EXPORT void* memmove(void* dst, const void* src, size_t n) noexcept
   {
     snmalloc::checked::check("memmove", true, dst, n);
     snmalloc::checked::check("memmove", false, src, n);
-    return snmalloc::checked::glibc_memmove(dst, src, n, n);
+    return snmalloc::glibc::memmove(dst, src, n, n);
   }
 
   SNMALLOC_EXPORT void* memset(void* dst, int c, size_t n) noexcept
   {
     snmalloc::checked::check("memset", true, dst, n);
-    return snmalloc::checked::glibc_memset(dst, c, n, n);
+    return snmalloc::glibc::memset(dst, c, n, n);
   }
 
   SNMALLOC_EXPORT char* stpcpy(char* dst, const char* src) noexcept
@@ -162,7 +150,7 @@ extern "C"
     size_t n = std::strlen(src) + 1;
     snmalloc::checked::check("stpcpy", true, dst, n);
     snmalloc::checked::check("stpcpy", false, src, n);
-    snmalloc::checked::glibc_memcpy(dst, src, n, n);
+    snmalloc::glibc::memcpy(dst, src, n, n);
     return dst + n - 1;
   }
 
@@ -171,7 +159,7 @@ extern "C"
     size_t n = std::strlen(src) + 1;
     snmalloc::checked::check("strcpy", true, dst, n);
     snmalloc::checked::check("strcpy", false, src, n);
-    snmalloc::checked::glibc_memcpy(dst, src, n, n);
+    snmalloc::glibc::memcpy(dst, src, n, n);
     return dst;
   }
 
@@ -181,8 +169,8 @@ extern "C"
     size_t len = strnlen(src, n);
     snmalloc::checked::check("strncpy", true, dst, n);
     snmalloc::checked::check("strncpy", false, src, len < n ? len + 1 : n);
-    snmalloc::checked::glibc_memcpy(dst, src, len, len);
-    snmalloc::checked::glibc_memset(dst + len, 0, n - len, n - len);
+    snmalloc::glibc::memcpy(dst, src, len, len);
+    snmalloc::glibc::memset(dst + len, 0, n - len, n - len);
     return dst;
   }
 
@@ -192,7 +180,7 @@ extern "C"
     size_t n = std::strlen(src) + 1;
     snmalloc::checked::check("strcat", true, dst, at + n);
     snmalloc::checked::check("strcat", false, src, n);
-    snmalloc::checked::glibc_memcpy(dst + at, src, n, n);
+    snmalloc::glibc::memcpy(dst + at, src, n, n);
     return dst;
   }
 
@@ -203,7 +191,7 @@ extern "C"
     size_t len = strnlen(src, n);
     snmalloc::checked::check("strncat", true, dst, at + len + 1);
     snmalloc::checked::check("strncat", false, src, len);
-    snmalloc::checked::glibc_memcpy(dst + at, src, len, len);
+    snmalloc::glibc::memcpy(dst + at, src, len, len);
     dst[at + len] = '\0';
     return dst;
   }

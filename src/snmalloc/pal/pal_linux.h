@@ -48,8 +48,43 @@ namespace snmalloc
     report_fatal(line);
   }
 
+  // glibc's copies, which nothing interposes (unlike memcpy, which the
+  // checks shims define: override/checked_copies.h).
+  namespace glibc
+  {
+    extern "C" void* __memcpy_chk(void*, const void*, size_t, size_t) noexcept;
+    extern "C" void* __memmove_chk(void*, const void*, size_t, size_t) noexcept;
+    extern "C" void* __memset_chk(void*, int, size_t, size_t) noexcept;
+    // Volatile, so that the compiler cannot fold the calls back into calls
+    // of memcpy and memset.
+    inline void* (*volatile memcpy)(void*, const void*, size_t, size_t) noexcept = &__memcpy_chk;
+    inline void* (*volatile memmove)(void*, const void*, size_t, size_t) noexcept = &__memmove_chk;
+    inline void* (*volatile memset)(void*, int, size_t, size_t) noexcept = &__memset_chk;
+  } // namespace glibc
+
   struct PalLinux
   {
+    // The allocator's own copies and fills of heap objects.  The checks
+    // build bypasses its bounds-checked memcpy family: the allocator knows
+    // the bounds, and a free's poisoning would be a write to a freed
+    // object.  Elsewhere the compiler's memcpy and memset, inlined where
+    // it can.
+    SNMALLOC_FAST_PATH static void copy(void* dst, const void* src, size_t n) noexcept
+    {
+      if constexpr (config::checks)
+        glibc::memcpy(dst, src, n, n);
+      else
+        std::memcpy(dst, src, n);
+    }
+
+    SNMALLOC_FAST_PATH static void fill(void* dst, int c, size_t n) noexcept
+    {
+      if constexpr (config::checks)
+        glibc::memset(dst, c, n, n);
+      else
+        std::memset(dst, c, n);
+    }
+
     static constexpr size_t PAGE_SIZE = 4096;
 
     // Address space with no access and no commit charge; nullptr on failure.

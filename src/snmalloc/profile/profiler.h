@@ -296,6 +296,11 @@ namespace snmalloc::profile
         sample_lists.total_count() * sizeof(SampleRecord);
     }
 
+    static uint64_t samples_dropped()
+    {
+      return settings.samples_dropped.load(std::memory_order_relaxed);
+    }
+
     static void recount_pool_slabs()
     {
       profile_pool.recount_slabs();

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <malloc.h>
 #include <new>
+#include <snmalloc/snmalloc_stats.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -141,7 +142,12 @@ TEST_CASE("out of memory (child)", "[.oom]")
   const char* env = std::getenv("SNMALLOC_PROFILE");
   bool sampling_all = env != nullptr && std::strcmp(env, "rate=1") == 0;
   if (snmalloc_profile_samples_dropped != nullptr && sampling_all)
+  {
     note(snmalloc_profile_samples_dropped() > 0, "samples dropped", 0);
+    struct snmalloc_stats stats;
+    note(snmalloc_stats(&stats) == 0 && stats.profile_samples_dropped == snmalloc_profile_samples_dropped(),
+      "samples dropped in the statistics", 0);
+  }
 
   // Free, and carry on.
   release();
