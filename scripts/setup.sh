@@ -10,17 +10,12 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # bc: src/test/func/fastpath/check_fastpath.sh computes per-call counts.
-<<<<<<< HEAD
 # prometheus (with promtool) and curl: the HTTP endpoint's test
 # (src/test/func/http/http.sh) scrapes it with a real Prometheus server of
 # its own on a free port (where systemd runs, the package also starts
 # Debian's prometheus service on :9090; the test does not use it).
-packages=(cmake g++ clang make catch2 libunwind-dev zlib1g-dev
-          golang-go graphviz valgrind python3 bc prometheus curl)
-=======
 packages=(cmake g++ clang make catch2 zlib1g-dev
-          golang-go graphviz valgrind python3 bc)
->>>>>>> 761c6bc (Docs and portability for the unwind-table stack walk: performance.md 'Issue 9, third pass' (start-up 0.63 -> 0.88 of plain for C programs, 0.80 -> 0.94 for perf-fork-exec; 1,977 instructions per sample against 2,142), profiling.md design decision 6 (why our walker, not libunwind, libgcc alone or frame pointers); libunwind-dev dropped from setup, README, the Rust crate's links; non-x86-64 walks every stack with _Unwind_Backtrace)
+          golang-go graphviz valgrind python3 bc prometheus curl)
 bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev hyperfine)
 
 for arg in "$@"; do
