@@ -29,16 +29,17 @@ namespace
 
 TEST_CASE("a link overwritten in the fast list stops the pop", "[checks]")
 {
-  // A fresh slab's objects are linked into the fast list in address
-  // order: the one after the first handed out is the list's head.  An
-  // overflow of the first overwrites its link; the pop reads it.
+  // A fresh slab's first refill links a chunk's worth of objects (three
+  // of 5120 bytes) into the fast list in address order: the one after the
+  // first handed out is the list's head.  An overflow of the first
+  // overwrites its link; the pop reads it.
   check_dies_naming(
     [](auto tell) {
-      char* first = static_cast<char*>(std::malloc(10240));
-      tell(first + 10240);
-      *static_cast<uintptr_t*>(hide(first + 10240)) = 0x4141414141414141; // not memset: checked
-      sink = std::malloc(10240);
-      sink = std::malloc(10240);
+      char* first = static_cast<char*>(std::malloc(5120));
+      tell(first + 5120);
+      *static_cast<uintptr_t*>(hide(first + 5120)) = 0x4141414141414141; // not memset: checked
+      sink = std::malloc(5120);
+      sink = std::malloc(5120);
       ::_exit(0);
     },
     "free list corrupted (write after free?) at",
@@ -47,8 +48,24 @@ TEST_CASE("a link overwritten in the fast list stops the pop", "[checks]")
 
 TEST_CASE("an object in the thread's fast list freed is a double free", "[checks]")
 {
-  // A fresh slab's objects are linked into the fast list in address
-  // order: the one after the first handed out is there, never allocated.
+  // As above: the one after the first handed out is there, never
+  // allocated.
+  check_dies_naming(
+    [](auto tell) {
+      char* first = static_cast<char*>(std::malloc(5120));
+      void* next = first + 5120;
+      tell(next);
+      std::free(hide(next));
+      ::_exit(0);
+    },
+    "double free of");
+}
+
+TEST_CASE("an object of a slab's untouched part freed is a double free", "[checks]")
+{
+  // A refill links one 10240-byte object (a chunk's worth): the one after
+  // the first handed out is untouched, which the slab's bitmap counts as
+  // free.
   check_dies_naming(
     [](auto tell) {
       char* first = static_cast<char*>(std::malloc(10240));
