@@ -56,33 +56,6 @@ namespace
   constexpr size_t REMOTE_SIZE = 512, CHURN_SIZE = 96;
   constexpr size_t THREADS = 4;
   constexpr size_t CHURN_FACTOR = 4;
-
-  struct Node
-  {
-    Node* next;
-  };
-
-  __attribute__((always_inline)) inline Node* allocate_chain(size_t size, size_t n)
-  {
-    Node* head = nullptr;
-    for (size_t i = 0; i < n; i++)
-    {
-      auto* node = static_cast<Node*>(std::malloc(size));
-      node->next = head;
-      head = node;
-    }
-    return head;
-  }
-
-  void free_chain(Node* head)
-  {
-    while (head != nullptr)
-    {
-      Node* next = head->next;
-      std::free(head);
-      head = next;
-    }
-  }
 } // namespace
 
 __attribute__((noinline)) Node* mode_site_tiny(size_t n)

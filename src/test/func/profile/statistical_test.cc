@@ -61,44 +61,16 @@ namespace
     double p = sample_probability(size);
     return std::max<size_t>(16, size_t(std::ceil(TARGET * (1 - p) / p)));
   }
-
-  // Held objects are chained through their first word, so holding millions
-  // costs no memory beyond them.
-  struct Node
-  {
-    Node* next;
-  };
-
-  __attribute__((always_inline)) inline Node* allocate_chain(size_t size, size_t n, Node* head)
-  {
-    for (size_t i = 0; i < n; i++)
-    {
-      auto* node = static_cast<Node*>(std::malloc(size));
-      node->next = head;
-      head = node;
-    }
-    return head;
-  }
-
-  void free_chain(Node* head)
-  {
-    while (head != nullptr)
-    {
-      Node* next = head->next;
-      std::free(head);
-      head = next;
-    }
-  }
 } // namespace
 
 __attribute__((noinline)) Node* stat_site_tiny(size_t n)
 {
-  return allocate_chain(TINY, n, nullptr);
+  return allocate_chain(TINY, n);
 }
 
 __attribute__((noinline)) Node* stat_site_page(size_t n)
 {
-  return allocate_chain(PAGE, n, nullptr);
+  return allocate_chain(PAGE, n);
 }
 
 // Blocks larger than R are not written: they cost no resident memory.
@@ -110,24 +82,24 @@ __attribute__((noinline)) void stat_site_large(std::vector<void*>& blocks, size_
 
 __attribute__((noinline)) Node* stat_site_threads(size_t n)
 {
-  return allocate_chain(THREADS_SIZE, n, nullptr);
+  return allocate_chain(THREADS_SIZE, n);
 }
 
 __attribute__((noinline)) Node* stat_site_exited_thread(size_t n)
 {
-  return allocate_chain(EXITED_SIZE, n, nullptr);
+  return allocate_chain(EXITED_SIZE, n);
 }
 
 __attribute__((noinline)) Node* stat_site_freed_remotely(size_t n)
 {
-  return allocate_chain(REMOTE_SIZE, n, nullptr);
+  return allocate_chain(REMOTE_SIZE, n);
 }
 
 __attribute__((noinline)) void stat_site_churn(size_t n)
 {
   constexpr size_t BATCH = 1000;
   for (size_t done = 0; done < n; done += BATCH)
-    free_chain(allocate_chain(CHURN_SIZE, std::min(BATCH, n - done), nullptr));
+    free_chain(allocate_chain(CHURN_SIZE, std::min(BATCH, n - done)));
 }
 
 namespace
