@@ -7,7 +7,9 @@
 # start-up cost cancelled.  The loop's own instructions (main's self cost,
 # about ten a pair) are reported apart, so "allocator" is malloc + free.
 #
-# Usage: scripts/fastpath-count.sh [ALLOCATOR...]
+# Usage: [FORM=sized] scripts/fastpath-count.sh [ALLOCATOR...]
+#   FORM=sized: the pairs are operator new(32) / operator delete(p, 32), the
+#   sized delete C++ programs call, instead of malloc/free.
 #   ALLOCATOR is a shared library to LD_PRELOAD, or "glibc" for none.
 #   Default: glibc, jemalloc, mimalloc, tcmalloc_minimal, and the shims of
 #   the build tree $BUILD (default /work/main/build) that exist there.
@@ -52,7 +54,29 @@ int main(int argc, char** argv)
   return 0;
 }
 EOF
-cc -O2 -fno-builtin -o "$work/pairs" "$work/pairs.c"
+cat >"$work/pairs.cc" <<'EOF'
+#include <cstdlib>
+#include <new>
+
+int main(int argc, char** argv)
+{
+  long pairs = argc > 1 ? std::atol(argv[1]) : 100000;
+  void* volatile sink;
+  for (long i = 0; i < pairs; i++)
+  {
+    void* block = ::operator new(32);
+    sink = block;
+    ::operator delete(block, 32);
+  }
+  (void)sink;
+  return 0;
+}
+EOF
+if [ "${FORM:-}" = sized ]; then
+  c++ -O2 -fno-builtin -fsized-deallocation -o "$work/pairs" "$work/pairs.cc"
+else
+  cc -O2 -fno-builtin -o "$work/pairs" "$work/pairs.c"
+fi
 
 # count PRELOAD N OUT: runs the loop under callgrind, prints the total.
 count() {

@@ -173,8 +173,20 @@ namespace snmalloc
     return alloc_impl<false>(rounded, align);
   }
 
-  // The free fast path: true when p was this thread's and is freed.
-  SNMALLOC_FAST_PATH bool dealloc_fast(void* p)
+  // Any slab will do: a free that knows nothing of the object's size.
+  struct AnyClass
+  {
+    SNMALLOC_FAST_PATH bool operator()(const SlabMeta*) const
+    {
+      return true;
+    }
+  };
+
+  // The free fast path: true when p was this thread's and is freed.  A
+  // sized free passes `in_class`, and an object of another class leaves for
+  // the slow path, which tells a wrong size from an odd right one.
+  template<typename InClass = AnyClass>
+  SNMALLOC_FAST_PATH bool dealloc_fast(void* p, InClass in_class = {})
   {
     uintptr_t offset = pagemap.offset_of(p);
     if (SNMALLOC_LIKELY(offset < pagemap.size))
@@ -184,6 +196,8 @@ namespace snmalloc
       if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
       {
         auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
+        if (!in_class(meta))
+          return false;
         if constexpr (config::checks)
           meta->check_free(p);
         local.core->dealloc_local(p, meta);
@@ -318,17 +332,31 @@ namespace snmalloc
                                           : large_size(size);
   }
 
+  // Does p, in an object alloc_size knows, point at its start?  (A sampled
+  // object's start is checked by its record, at the free.)
+  inline bool starts_object(const void* p)
+  {
+    const PagemapEntry& entry = pagemap.entry_of(p);
+    uintptr_t owner = entry.get_owner();
+    if (!is_tag(owner))
+      return reinterpret_cast<const SlabMeta*>(entry.get_meta())->is_object_start(p);
+    return tag_kind(owner) != ChunkKind::Large ||
+      (pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) == 0;
+  }
+
   // A sized free that missed the fast path: the object must be at least
   // `size` bytes.  (A smaller size proves nothing: an aligned allocation
   // is larger than the size its caller frees it with.)  `exact`: the size
   // is the one the object was allocated with, no alignment asked (operator
-  // delete(p, size)), so the object is of that size's class.
+  // delete(p, size)), so the object is of that size's class.  A wrong size
+  // at an interior pointer (`delete` of a `new[]` array) is reported as the
+  // interior pointer.
   template<bool exact = false>
   SNMALLOC_SLOW_PATH void dealloc_sized_slow(void* p, size_t size) noexcept
   {
     size_t usable = alloc_size(p);
     if (usable != 0 && (size > usable || (exact && usable_size_for(size) != usable)))
-      report_bad_free(BadFree::SizeMismatch, p);
+      report_bad_free(starts_object(p) ? BadFree::SizeMismatch : BadFree::Interior, p);
     dealloc_slow(p);
   }
 
@@ -342,14 +370,16 @@ namespace snmalloc
       dealloc_sized_slow(p, size);
   }
 
-  // operator delete(p, size): `size` is what operator new was asked for.
-  // The checks build checks it exactly; otherwise as dealloc(p, size).
+  // operator delete(p, size): `size` is what operator new was asked for,
+  // with no alignment, so the object is of that size's class: checked on
+  // the fast path too, in one compare against the slab's range of sizes (a
+  // few instructions on this path only).  A size of 0 (new of 0 bytes is
+  // given size 1's class) is left to the slow path.
   SNMALLOC_FAST_PATH void dealloc_as_allocated(void* p, size_t size)
   {
-    if constexpr (config::checks)
+    auto of_size = [size](const SlabMeta* meta) { return meta->holds_size(size); };
+    if (config::checks || !dealloc_fast(p, of_size))
       dealloc_sized_slow<true>(p, size);
-    else
-      dealloc(p, size);
   }
 
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns

@@ -85,7 +85,19 @@ namespace snmalloc
     // of the remote free's samples in producer-consumer).
     alignas(64) sizeclass_t sizeclass = 0;
     uintptr_t base = 0;
+    // The sizes whose class is this one: those in (size_floor, size_floor
+    // + size_span], the next smaller class's size and the step to this
+    // one's, so that operator delete(p, size) tests its size in one
+    // unsigned compare (holds_size).
+    size_t size_floor = 0;
+    size_t size_span = 0;
     [[no_unique_address]] FreeBits on_free_list;
+
+    // Is `size` one whose class is this slab's?  (False for 0.)
+    SNMALLOC_FAST_PATH bool holds_size(size_t size) const
+    {
+      return size - size_floor - 1 < size_span;
+    }
 
     size_t slab_size() const
     {
@@ -221,6 +233,8 @@ namespace snmalloc
     {
       base = reinterpret_cast<uintptr_t>(slab_base);
       sizeclass = sc;
+      size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
+      size_span = sizeclass_to_size(sc) - size_floor;
       free = nullptr;
       untouched = sizeclasses.capacity[sc];
       sleeping = false;
