@@ -33,6 +33,12 @@ namespace snmalloc::bits
     return (x + alignment - 1) & ~(alignment - 1);
   }
 
+  // x rotated right by n bits, 0 < n < BITS (one instruction on x86-64).
+  constexpr size_t rotate_right(size_t x, size_t n)
+  {
+    return (x >> n) | (x << (BITS - n));
+  }
+
   // Largest power of two dividing x (x > 0): the alignment of x-strided objects.
   constexpr size_t natural_alignment(size_t x)
   {

@@ -182,25 +182,29 @@ namespace snmalloc
     }
   };
 
-  // The free fast path: true when p was this thread's and is freed.  A
-  // sized free passes `in_class`, and an object of another class leaves for
-  // the slow path, which tells a wrong size from an odd right one.
+  // The free fast path: true when p was this thread's and is freed.  Not
+  // for a p outside the arena or not 16-byte aligned (Pagemap::granule_of),
+  // which dealloc_slow reports.  A sized free passes `in_class`, and an
+  // object of another class leaves for the slow path, which tells a wrong
+  // size from an odd right one.  The owner a thread's allocator writes in
+  // the pagemap is its address: having compared equal, it is the allocator,
+  // with no load of local.core.
   template<typename InClass = AnyClass>
   SNMALLOC_FAST_PATH bool dealloc_fast(void* p, InClass in_class = {})
   {
-    uintptr_t offset = pagemap.offset_of(p);
-    if (SNMALLOC_LIKELY(offset < pagemap.size))
+    uintptr_t granule = pagemap.granule_of(p);
+    if (SNMALLOC_LIKELY(granule < pagemap.granules))
     {
-      PagemapEntry& entry = pagemap.entry_at(offset);
-      Local& local = local_cache;
-      if (SNMALLOC_LIKELY(entry.get_owner() == local.owner))
+      PagemapEntry& entry = pagemap.entry_at_granule(granule);
+      uintptr_t owner = entry.get_owner();
+      if (SNMALLOC_LIKELY(owner == local_cache.owner))
       {
         auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
         if (!in_class(meta))
           return false;
         if constexpr (config::checks)
           meta->check_free(p);
-        local.core->dealloc_local(p, meta);
+        reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta);
         return true;
       }
     }

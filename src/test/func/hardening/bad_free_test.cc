@@ -85,6 +85,28 @@ TEST_CASE("unaligned pointer into a small object freed by another thread", "[bad
   std::free(object);
 }
 
+TEST_CASE("unaligned pointer freed by its own thread is caught at the free", "[bad-free]")
+{
+  // The free fast path's range compare rejects a pointer that is not
+  // 16-byte aligned (ds/pagemap.h, granule_of).  The child must stop at
+  // the free, before the exit.
+  for (size_t size : {16, 48, 4096})
+  {
+    for (size_t by : {1, 8, 15})
+    {
+      CAPTURE(size, by);
+      check_dies_naming(
+        [size, by](auto tell) {
+          void* p = offset(std::malloc(size), by);
+          tell(p);
+          std::free(p);
+          ::_exit(0);
+        },
+        "interior pointer");
+    }
+  }
+}
+
 TEST_CASE("interior pointer at an object size boundary of another class", "[bad-free]")
 {
   // 96 bytes into a 192-byte object is a multiple of 16 and of 32, not of
