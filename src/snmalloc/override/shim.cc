@@ -3,4 +3,5 @@
 #include "malloc.h"
 #include "new.h"
 #include "profile_api.h"
+#include "runtime_reserve.h"
 #include "stats_api.h"
