@@ -8,6 +8,9 @@
 // line so that the fast path's register pressure and code size stay small.
 #define SNMALLOC_FAST_PATH inline __attribute__((always_inline))
 #define SNMALLOC_SLOW_PATH __attribute__((noinline))
+// Code that runs once a process, at start-up or exit: kept with the other
+// cold code, so that a short process faults in fewer pages of text.
+#define SNMALLOC_ONCE_PATH __attribute__((noinline, cold))
 #define SNMALLOC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SNMALLOC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

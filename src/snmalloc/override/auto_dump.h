@@ -53,8 +53,8 @@ namespace snmalloc::profile
 
     // Guards config_, the kept ring and the set-up flags; never held while
     // dumping.
+    // (The members' order keeps what start-up writes on few pages.)
     SpinLock lock_;
-    EnvConfig config_;
     std::atomic<unsigned long> sequence_{0};
     std::atomic<int64_t> period_ns_{0};
     int pipe_read_ = -1;
@@ -64,10 +64,13 @@ namespace snmalloc::profile
     bool atfork_registered_ = false;
     int signal_installed_ = 0;
     struct sigaction signal_previous_ = {}; // signal_installed_'s action before ours
-    // Sequence numbers of the automatic dumps kept, oldest first (a ring).
-    unsigned long kept_[MAX_KEEP] = {};
+    EnvConfig config_;
+    // Sequence numbers of the automatic dumps kept, oldest first: a ring of
+    // kept_count_ from kept_first_, last so that its 8 KiB are not touched
+    // before it is used.
     size_t kept_first_ = 0;
     size_t kept_count_ = 0;
+    unsigned long kept_[MAX_KEEP];
 
     static void report(const char* path, DumpResult r)
     {
@@ -164,15 +167,23 @@ namespace snmalloc::profile
       }
     }
 
-    static void at_exit()
+    // Reads three flags, not a copy of the configuration: a process that
+    // asked for nothing at exit should not pay for 8 KiB of stack.
+    SNMALLOC_ONCE_PATH static void at_exit()
     {
       AutoDump& self = instance();
-      EnvConfig c = self.config();
-      if (c.dump_at_exit)
+      bool dump_at_exit, dump_peak_at_exit, leak_report;
+      {
+        LockGuard g(self.lock_);
+        dump_at_exit = self.config_.dump_at_exit;
+        dump_peak_at_exit = !self.config_.peak_path.empty();
+        leak_report = self.config_.leak_report;
+      }
+      if (dump_at_exit)
         self.dump_now();
-      if (c.peak_path[0] != '\0')
-        self.dump_numbered(c.peak_path, [](const char* path) { return dump_peak(path); });
-      if (c.leak_report)
+      if (dump_peak_at_exit)
+        self.dump_peak_now();
+      if (leak_report)
         write_leak_report(2);
     }
 
@@ -254,7 +265,7 @@ namespace snmalloc::profile
     void dump_automatic()
     {
       EnvConfig c = config();
-      unsigned long seq = dump_numbered(c.path, [](const char* path) { return dump(path); });
+      unsigned long seq = dump_numbered(c.path.c_str(), [](const char* path) { return dump(path); });
       if (c.keep == 0)
         return;
       unsigned long oldest = 0;
@@ -269,14 +280,14 @@ namespace snmalloc::profile
       }
       char old_path[PATH_CAPACITY], new_path[PATH_CAPACITY];
       if (
-        expand_dump_path(c.path, oldest, old_path, sizeof(old_path)) &&
-        expand_dump_path(c.path, seq, new_path, sizeof(new_path)) &&
+        expand_dump_path(c.path.c_str(), oldest, old_path, sizeof(old_path)) &&
+        expand_dump_path(c.path.c_str(), seq, new_path, sizeof(new_path)) &&
         std::strcmp(old_path, new_path) != 0)
         ::unlink(old_path);
     }
 
   public:
-    static AutoDump& instance()
+    SNMALLOC_ONCE_PATH static AutoDump& instance()
     {
       static AutoDump single;
       return single;
@@ -286,13 +297,20 @@ namespace snmalloc::profile
     void dump_now()
     {
       EnvConfig c = config();
-      dump_numbered(c.path, [](const char* path) { return dump(path); });
+      dump_numbered(c.path.c_str(), [](const char* path) { return dump(path); });
+    }
+
+    // Write the peak-heap profile to peak_path.
+    void dump_peak_now()
+    {
+      EnvConfig c = config();
+      dump_numbered(c.peak_path.c_str(), [](const char* path) { return dump_peak(path); });
     }
 
     // Start profiling as `c` says, and the dumps it asks for.  false (after
     // one line on stderr) if the helper thread or the signal handler could
     // not be set up.
-    bool apply(const EnvConfig& c)
+    SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
       LockGuard g(lock_);
       if (!atfork_registered_)
@@ -309,7 +327,7 @@ namespace snmalloc::profile
           "snmalloc: SNMALLOC_PROFILE: could not set up guarded sampling\n";
         (void)!::write(2, msg, sizeof(msg) - 1);
       }
-      if (c.dump_at_exit || c.peak_path[0] != '\0' || c.leak_report)
+      if (c.dump_at_exit || !c.peak_path.empty() || c.leak_report)
         register_at_exit_locked();
       bool helper =
         c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;
@@ -333,7 +351,7 @@ namespace snmalloc::profile
     // Read SNMALLOC_PROFILE and act on it.  Called once at start-up, where
     // the exit handler is registered whatever the environment asks, so
     // that a later configure() finds it in its place among the program's.
-    void configure_from_environment()
+    SNMALLOC_ONCE_PATH void configure_from_environment()
     {
       {
         LockGuard g(lock_);

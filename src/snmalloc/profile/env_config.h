@@ -36,16 +36,61 @@ namespace snmalloc::profile
 {
   constexpr size_t PATH_CAPACITY = 4096;
 
+  // A dump path of up to PATH_CAPACITY - 1 bytes.  A copy takes the text,
+  // not the buffer: configurations are copied at start-up and at exit, and
+  // copying two mostly empty 4 KiB buffers whole touched three pages of
+  // stack or .data each time, page faults that a short process notices.
+  class PathText
+  {
+    char text_[PATH_CAPACITY];
+
+  public:
+    PathText(const char* text = "")
+    {
+      assign(text, std::strlen(text));
+    }
+
+    PathText(const PathText& other)
+    {
+      *this = other;
+    }
+
+    PathText& operator=(const PathText& other)
+    {
+      assign(other.text_, std::strlen(other.text_));
+      return *this;
+    }
+
+    // false, and unchanged, when `size` bytes do not fit.
+    bool assign(const char* text, size_t size)
+    {
+      if (size >= PATH_CAPACITY)
+        return false;
+      std::memmove(text_, text, size);
+      text_[size] = '\0';
+      return true;
+    }
+
+    const char* c_str() const
+    {
+      return text_;
+    }
+
+    bool empty() const
+    {
+      return text_[0] == '\0';
+    }
+  };
+
+  // The scalars first and the two paths last, so that writing a copy
+  // touches the pages of the paths' texts and no more.
   struct EnvConfig
   {
     SampleMode mode = SampleMode::Bytes;
     size_t rate = 0; // 0: default_rate(mode)
     size_t depth = DEFAULT_DEPTH;
-    char path[PATH_CAPACITY] = "snmalloc-heap.%p.%n.pb.gz";
     bool dump_at_exit = false;
     int dump_signal = 0;
-    // The peak-heap profile written at exit; empty: none.
-    char peak_path[PATH_CAPACITY] = "";
     // Automatic dumps (0: off) and how many of them to keep (0: all).
     size_t dump_every = 0;
     size_t dump_period_seconds = 0;
@@ -60,6 +105,9 @@ namespace snmalloc::profile
     // timeout for slow clients.
     char http[http::ADDRESS_CAPACITY] = "";
     size_t http_timeout_seconds = 10;
+    PathText path{"snmalloc-heap.%p.%n.pb.gz"};
+    // The peak-heap profile written at exit; empty: none.
+    PathText peak_path;
   };
 
   constexpr size_t MAX_KEEP = 1024;
@@ -115,13 +163,9 @@ namespace snmalloc::profile
       return true;
     }
 
-    inline bool copy_path(Text t, char (&out)[PATH_CAPACITY])
+    inline bool copy_path(Text t, PathText& out)
     {
-      if (t.size == 0 || t.size >= PATH_CAPACITY)
-        return false;
-      std::memcpy(out, t.data, t.size);
-      out[t.size] = '\0';
-      return true;
+      return t.size != 0 && out.assign(t.data, t.size);
     }
 
     inline int parse_signal(Text t)
@@ -153,7 +197,7 @@ namespace snmalloc::profile
 
   // Parse `text` (the variable's value).  false, after one line on stderr,
   // if anything in it is wrong.
-  inline bool parse_env_config(const char* text, EnvConfig& cfg)
+  SNMALLOC_ONCE_PATH inline bool parse_env_config(const char* text, EnvConfig& cfg)
   {
     using namespace env_detail;
     const char* p = text;

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   if (snmalloc::profile::parse_env_config(text.c_str(), config))
   {
     if (config.depth == 0 || config.depth > snmalloc::profile::MAX_DEPTH ||
-        std::memchr(config.path, '\0', sizeof(config.path)) == nullptr)
+        std::memchr(config.path.c_str(), '\0', snmalloc::profile::PATH_CAPACITY) == nullptr)
       __builtin_trap();
   }
   return 0;
