@@ -205,13 +205,21 @@ namespace snmalloc
     // Objects other threads freed for us.  Walks LANES chains at a time:
     // each step's loads are independent, so their cache misses overlap (one
     // chain at a time took 18% of producer-consumer's CPU samples, 83% of
-    // them on the load of the next link).
+    // them on the load of the next link).  The chains are dealt out from
+    // the one stack as walkers finish, or are the checks build's stacks.
     void handle_messages()
     {
       if (SNMALLOC_LIKELY(!queue.maybe_nonempty()))
         return;
-      FreeObject* chains = queue.take_all();
-      FreeObject* walk[RemoteCache::LANES] = {};
+      FreeObject* walk[MessageQueue::LANES] = {};
+      FreeObject* chains = nullptr;
+      if constexpr (MessageQueue::CHAINS_APART)
+        chains = queue.take_all();
+      else
+      {
+        for (size_t i = 0; i < MessageQueue::STACKS; i++)
+          walk[i] = queue.take_all(i);
+      }
       for (bool busy = true; busy;)
       {
         busy = false;

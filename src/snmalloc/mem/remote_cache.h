@@ -23,16 +23,15 @@ namespace snmalloc
     static constexpr size_t SLOTS = 64;
 
   public:
-    // Chains per destination: as many cache misses as the owner overlaps
-    // (one chain when the queue keeps no chains apart: the checks build).
-    static constexpr size_t LANES = MessageQueue::CHAINS_APART ? 4 : 1;
+    // Chains per destination: as many cache misses as the owner overlaps.
+    static constexpr size_t LANES = MessageQueue::LANES;
 
   private:
     struct Slot
     {
       RemoteInbox* dest = nullptr;
       FreeObject* lanes[LANES] = {};
-      FreeObject* tail = nullptr; // lanes[0]'s last object, without CHAINS_APART
+      FreeObject* tails[LANES] = {}; // each lane's last object, without CHAINS_APART
       size_t turn = 0;
     };
 
@@ -49,7 +48,12 @@ namespace snmalloc
     {
       if constexpr (!MessageQueue::CHAINS_APART)
       {
-        s.dest->queue.post(s.lanes[0], s.tail);
+        // A lane to a stack of its own (ds/message_queue.h).
+        for (size_t i = 0; i < LANES; i++)
+        {
+          if (s.lanes[i] != nullptr)
+            s.dest->queue.post(s.lanes[i], s.tails[i], i);
+        }
         s = Slot{};
         return;
       }
@@ -81,12 +85,13 @@ namespace snmalloc
           post(s);
         s.dest = dest;
       }
-      FreeObject*& lane = s.lanes[s.turn++ % LANES];
+      size_t turn = s.turn++ % LANES;
+      FreeObject*& lane = s.lanes[turn];
       FreeObject* f = FreeObject::from(p);
       if constexpr (!MessageQueue::CHAINS_APART)
       {
         if (lane == nullptr)
-          s.tail = f;
+          s.tails[turn] = f;
       }
       f->set_next(lane);
       lane = f;
