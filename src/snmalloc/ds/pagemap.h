@@ -30,6 +30,7 @@ namespace snmalloc
     Sampled = 2,
     FreeBlock = 3, // first chunk of a free buddy block; payload: order, dirty
     Meta = 4, // allocator metadata
+    Zero = 5, // zero-size allocations' slots, inaccessible (mem/zero_size.h)
   };
 
   constexpr uintptr_t make_tag(ChunkKind kind, uintptr_t payload)

@@ -45,9 +45,16 @@ namespace snmalloc
     return p;
   }
 
-  // The fast list was empty, or the size is zero or large.
+  // The fast list was empty, or the size is zero or large.  Zero bytes are
+  // a slot no byte of which can be accessed (mem/zero_size.h), but in the
+  // checks build, whose copies check the bytes of a 16-byte object.
   SNMALLOC_SLOW_PATH inline void* alloc_slow(size_t size, size_t align, bool zero) noexcept
   {
+    if (!config::checks && size == 0)
+    {
+      if (void* p = zero_size_slots.alloc())
+        return p;
+    }
     Profiler::entered_slow_path(__builtin_return_address(0));
     Local& local = local_cache;
     if (SNMALLOC_UNLIKELY(local.core == nullptr))
@@ -117,6 +124,9 @@ namespace snmalloc
         return;
       case ChunkKind::Sampled:
         Profiler::dealloc_sampled(p);
+        return;
+      case ChunkKind::Zero:
+        zero_size_slots.dealloc(p);
         return;
       default:
         report_bad_free(BadFree::Invalid, p);
@@ -398,7 +408,7 @@ namespace snmalloc
       return nullptr;
     }
     size_t usable = alloc_size(p);
-    if (usable == 0)
+    if (usable == 0 && !zero_size_slots.holds(p))
       report_bad_free(BadFree::Invalid, p);
     bool large = usable > config::MAX_SMALL_SIZE;
     if (large && !large_run::is_run(p))

@@ -24,6 +24,7 @@
 #include "local_cache.h"
 #include "no_profiler.h"
 #include "remote_cache.h"
+#include "zero_size.h"
 
 #include <new>
 

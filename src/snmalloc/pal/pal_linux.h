@@ -126,6 +126,16 @@ namespace snmalloc
       (void)::madvise(p, size, MADV_DONTNEED);
     }
 
+    // Make [p, p+size) inaccessible (any access faults) and give its pages
+    // back.  False if the kernel refuses.
+    static bool make_inaccessible(void* p, size_t size) noexcept
+    {
+      if (::mprotect(p, size, PROT_NONE) != 0)
+        return false;
+      decommit(p, size);
+      return true;
+    }
+
     // Move the pages of [from, from+size) to `to` (both page-aligned, inside
     // one read-write mapping) without copying them; `from` stays mapped and
     // reads as zero.  False when the kernel cannot (before Linux 5.7, or

@@ -147,8 +147,7 @@ namespace snmalloc::profile
       auto* meta = static_cast<GuardedSlot*>(Pal::reserve_lazy_rw(slots * sizeof(GuardedSlot)));
       if (meta == nullptr)
         return false;
-      ::mprotect(c.base, bytes, PROT_NONE);
-      ::madvise(c.base, bytes, MADV_DONTNEED);
+      (void)Pal::make_inaccessible(c.base, bytes);
       set_chunk_entries(c.base, bytes, make_tag(ChunkKind::Sampled, 0), 0);
       meta_ = meta;
       slots_ = slots;
@@ -279,8 +278,7 @@ namespace snmalloc::profile
     {
       uintptr_t first_page = page_down(s.object);
       size_t bytes = page_up(s.object + s.size) - first_page;
-      ::mprotect(reinterpret_cast<void*>(first_page), bytes, PROT_NONE);
-      ::madvise(reinterpret_cast<void*>(first_page), bytes, MADV_DONTNEED);
+      (void)Pal::make_inaccessible(reinterpret_cast<void*>(first_page), bytes);
       s.state.store(SlotState::Freed, std::memory_order_release);
       LockGuard g(lock_);
       live_--;

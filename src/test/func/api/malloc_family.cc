@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <set>
 #include <snmalloc/snmalloc.h>
+#include <thread>
 #include <vector>
 
 using namespace snmalloc_test;
@@ -305,4 +306,144 @@ TEST_CASE("malloc-zero-keeps-the-fast-list")
   const size_t after = snmalloc_test::resident_bytes();
   std::free(keep);
   CHECK(after < before + (size_t(16) << 20));
+}
+
+namespace
+{
+  // Every way to ask for zero bytes at the default alignment (the first
+  // eight and the last, operator new), and two at a larger one (the ninth
+  // and tenth).
+  std::vector<void*> zero_size_allocations()
+  {
+    std::vector<void*> v;
+    v.push_back(std::malloc(opaque(0)));
+    v.push_back(std::calloc(opaque(0), 8));
+    v.push_back(std::calloc(8, opaque(0)));
+    v.push_back(std::realloc(nullptr, opaque(0)));
+    v.push_back(reallocarray(nullptr, opaque(0), 8));
+    v.push_back(aligned_alloc(16, opaque(0)));
+    v.push_back(memalign(8, opaque(0)));
+    void* p = nullptr;
+    v.push_back(posix_memalign(&p, 16, opaque(0)) == 0 ? p : nullptr);
+    v.push_back(aligned_alloc(64, opaque(0)));
+    v.push_back(posix_memalign(&p, 256, opaque(0)) == 0 ? p : nullptr);
+    v.push_back(::operator new(opaque(0)));
+    return v;
+  }
+} // namespace
+
+TEST_CASE("zero-size-allocations-of-every-entry-point")
+{
+  // Unique, aligned, usable size at most their class's, and freeable;
+  // copies and fills of zero bytes at them are no access.
+  std::set<void*> seen;
+  std::vector<void*> all;
+  for (int round = 0; round < 50; round++)
+  {
+    std::vector<void*> v = zero_size_allocations();
+    for (size_t i = 0; i < v.size(); i++)
+    {
+      void* p = v[i];
+      REQUIRE(p != nullptr);
+      REQUIRE(seen.insert(p).second);
+      CHECK(is_aligned(p, i == 8 ? 64 : i == 9 ? 256 : 16));
+      // An inaccessible slot of 0 bytes, while the 4096 slots last (the
+      // checks build: a 16-byte object, whose copies it bounds).
+      if (i < 8 || i == 10)
+        CHECK(malloc_usable_size(p) == (snmalloc::config::checks ? 16 : 0));
+      char byte = 1;
+      std::memset(p, 0, opaque(0));
+      std::memcpy(p, &byte, opaque(0));
+      std::memcpy(&byte, p, opaque(0));
+      CHECK(byte == 1);
+      all.push_back(p);
+    }
+  }
+  for (size_t i = 0; i < all.size(); i++)
+  {
+    if (i % 11 == 10)
+      ::operator delete(all[i], size_t(0));
+    else
+      std::free(all[i]);
+  }
+}
+
+TEST_CASE("zero-size-allocation-realloc")
+{
+  // Grown: the new block is whole and writable; shrunk back to 0: freed.
+  for (size_t n : {size_t(1), size_t(16), size_t(100), size_t(70000)})
+  {
+    void* p = std::malloc(opaque(0));
+    void* q = std::realloc(p, opaque(n));
+    REQUIRE(q != nullptr);
+    CHECK(malloc_usable_size(q) >= n);
+    CHECK(whole_range_writable(q, n));
+    CHECK(std::realloc(q, opaque(0)) == nullptr);
+  }
+  void* p = std::malloc(opaque(0));
+  void* q = std::realloc(p, opaque(0));
+  CHECK(q == nullptr);
+}
+
+TEST_CASE("zero-size-allocations-in-a-loop-do-not-grow")
+{
+  // malloc(0)/free pairs reuse their addresses; more live zero-size
+  // allocations than the inaccessible slots (4096) are ordinary ones, all
+  // unique and freeable.
+  const size_t before = resident_bytes();
+  for (int i = 0; i < 200000; i++)
+  {
+    void* p = std::malloc(0);
+    REQUIRE(p != nullptr);
+    escape(p);
+    std::free(p);
+  }
+  std::set<void*> seen;
+  std::vector<void*> live;
+  for (int i = 0; i < 10000; i++)
+  {
+    void* p = std::malloc(opaque(0));
+    REQUIRE(seen.insert(p).second);
+    live.push_back(p);
+  }
+  for (void* p : live)
+    std::free(p);
+  for (int i = 0; i < 200000; i++)
+    std::free(std::malloc(opaque(0)));
+  CHECK(resident_bytes() < before + (size_t(16) << 20));
+}
+
+TEST_CASE("zero-size-allocations-across-threads")
+{
+  // Taken and freed on four threads at once, and freed by another thread.
+  std::vector<void*> handed[4];
+  std::vector<std::thread> threads;
+  for (auto& mine : handed)
+  {
+    threads.emplace_back([&mine] {
+      std::vector<void*> v;
+      for (int i = 0; i < 20050; i++)
+      {
+        v.push_back(std::malloc(opaque(0)));
+        if (v.size() == 100)
+        {
+          for (void* p : v)
+            std::free(p);
+          v.clear();
+        }
+      }
+      mine = v;
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  std::set<void*> seen;
+  for (auto& v : handed)
+    for (void* p : v)
+      REQUIRE(seen.insert(p).second);
+  std::thread([&] {
+    for (auto& v : handed)
+      for (void* p : v)
+        std::free(p);
+  }).join();
 }

@@ -348,3 +348,51 @@ TEST_CASE("sized deletes a correct program makes are accepted", "[bad-free]")
       v.push_back(i);
   CHECK(nested[99][999] == 999);
 }
+
+TEST_CASE("a zero-size allocation faults on any access", "[bad-free]")
+{
+  // Its slot is inaccessible (mem/zero_size.h): a read or a write of one
+  // byte ends the program with SIGSEGV, at the access.  (The checks build
+  // gives 16-byte objects, whose copies it bounds.)
+  if (snmalloc::config::checks)
+    return;
+  for (bool write : {false, true})
+  {
+    CAPTURE(write);
+    ChildEnd end = run_in_child([write] {
+      auto* p = static_cast<volatile char*>(hide(std::malloc(0)));
+      if (write)
+        p[0] = 1;
+      else
+        (void)p[0];
+      ::_exit(0);
+    });
+    CHECK(end.signal == SIGSEGV);
+  }
+  void* p = ::operator new(0);
+  ChildEnd end = run_in_child([p] {
+    (void)*static_cast<volatile char*>(hide(p));
+    ::_exit(0);
+  });
+  CHECK(end.signal == SIGSEGV);
+  ::operator delete(p);
+}
+
+TEST_CASE("a zero-size allocation freed twice", "[bad-free]")
+{
+  if (snmalloc::config::checks)
+    return;
+  void* keep = std::malloc(0);
+  check_dies_naming(
+    [](auto tell) {
+      void* p = std::malloc(0);
+      void* q = std::malloc(0); // p's slot is not the only one out
+      tell(p);
+      std::free(p);
+      std::free(hide(p));
+      std::free(q);
+      ::_exit(0);
+    },
+    "double free of");
+  std::free(keep);
+}
