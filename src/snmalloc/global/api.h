@@ -354,6 +354,8 @@ namespace snmalloc
     uintptr_t owner = entry.get_owner();
     if (!is_tag(owner))
       return reinterpret_cast<const SlabMeta*>(entry.get_meta())->is_object_start(p);
+    if (tag_kind(owner) == ChunkKind::Sampled)
+      return Profiler::starts_sample(p);
     return tag_kind(owner) != ChunkKind::Large ||
       (pagemap.offset_of(p) & (config::CHUNK_SIZE - 1)) == 0;
   }
@@ -368,7 +370,11 @@ namespace snmalloc
   template<bool exact = false>
   SNMALLOC_SLOW_PATH void dealloc_sized_slow(void* p, size_t size) noexcept
   {
-    size_t usable = alloc_size(p);
+    // A sampled object's size is in the record its start finds: any other
+    // pointer into it is left to dealloc_slow to name.
+    uintptr_t owner = pagemap.contains(p) ? pagemap.entry_of(p).get_owner() : 0;
+    bool sampled = is_tag(owner) && tag_kind(owner) == ChunkKind::Sampled;
+    size_t usable = sampled && !starts_object(p) ? 0 : alloc_size(p);
     if (usable != 0 && (size > usable || (exact && usable_size_for(size) != usable)))
       report_bad_free(starts_object(p) ? BadFree::SizeMismatch : BadFree::Interior, p);
     dealloc_slow(p);

@@ -50,6 +50,11 @@ namespace snmalloc
       return 0;
     }
 
+    static bool starts_sample(const void*)
+    {
+      return false;
+    }
+
     static size_t own_bytes()
     {
       return 0;

@@ -159,6 +159,25 @@ namespace snmalloc::profile
       return r;
     }
 
+    // Whether p is where a live pool object starts: live_record_of's
+    // checks, answered instead of stopping the program.
+    static bool is_live_object(const void* p)
+    {
+      if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
+        return false;
+      const PagemapEntry& e = pagemap.entry_of(p);
+      if (tag_payload(e.get_owner()) == 0)
+      {
+        auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
+        if (
+          slab == nullptr ||
+          (reinterpret_cast<uintptr_t>(p) - slab->base) % sizeclass_to_size(slab->sizeclass) <
+            sizeof(SampleRecord))
+          return false;
+      }
+      return record_of(p)->object == p;
+    }
+
     void dealloc(SampleRecord* record)
     {
       void* object = record->object;

@@ -275,6 +275,16 @@ namespace snmalloc::profile
       profile_pool.dealloc(r);
     }
 
+    // Whether p is where a live sampled object starts; only then has a
+    // sized delete a size to compare (an interior pointer's "record" is
+    // part of the object).
+    SNMALLOC_SLOW_PATH static bool starts_sample(const void* p)
+    {
+      if (const GuardedSlot* slot = guarded_slots.slot_of(reinterpret_cast<uintptr_t>(p)))
+        return slot->object == reinterpret_cast<uintptr_t>(p);
+      return ProfilePool::is_live_object(p);
+    }
+
     // A large sampled run's own tag says its size, also after it grew in
     // place on a thread with no allocator (whose profile state could not
     // count it).
