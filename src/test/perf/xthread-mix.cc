@@ -9,8 +9,9 @@
 #include "fast_random.h"
 #include "harness.h"
 
-#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -27,12 +28,17 @@ namespace
   using Block = bench::StampedBlock;
   using Slots = std::vector<Block>;
 
-  // All threads wait here between rounds; allocation-free, so it adds
-  // nothing to the allocator's figures but the wait.
+  // All threads wait here between rounds; allocation-free, and asleep:
+  // a wait by sched_yield was counted as CPU time (perf: 5-9% of the
+  // samples in the kernel's yield, more or less with each run's imbalance
+  // between the threads), so ops per CPU-second measured the scheduler as
+  // much as the allocator.
   class RoundBarrier
   {
-    std::atomic<unsigned> waiting_{0};
-    std::atomic<unsigned> generation_{0};
+    std::mutex lock_;
+    std::condition_variable round_over_;
+    unsigned waiting_ = 0;
+    uint64_t generation_ = 0;
     unsigned threads_;
 
   public:
@@ -40,15 +46,16 @@ namespace
 
     void wait()
     {
-      unsigned generation = generation_.load();
-      if (waiting_.fetch_add(1) + 1 == threads_)
+      std::unique_lock<std::mutex> hold(lock_);
+      uint64_t generation = generation_;
+      if (++waiting_ == threads_)
       {
-        waiting_.store(0);
-        generation_.fetch_add(1);
+        waiting_ = 0;
+        generation_++;
+        round_over_.notify_all();
         return;
       }
-      while (generation_.load() == generation)
-        std::this_thread::yield();
+      round_over_.wait(hold, [&] { return generation_ != generation; });
     }
   };
 
