@@ -11,6 +11,14 @@
 // Code that runs once a process, at start-up or exit: kept with the other
 // cold code, so that a short process faults in fewer pages of text.
 #define SNMALLOC_ONCE_PATH __attribute__((noinline, cold))
+// A static object built by the compiler, not by code at start-up: no
+// constructor writes its pages and no guard is taken (C++17 has no
+// constinit; both compilers have their own spelling).
+#ifdef __clang__
+#  define SNMALLOC_CONSTINIT [[clang::require_constant_initialization]]
+#else
+#  define SNMALLOC_CONSTINIT __constinit
+#endif
 #define SNMALLOC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SNMALLOC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

@@ -39,9 +39,13 @@
 #include "http_endpoint.h"
 
 #include <cstdlib>
+#include <cxxabi.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+
+// This object's handle, for __cxa_atexit (the compiler's start files define it).
+extern "C" __attribute__((visibility("hidden"))) void* __dso_handle;
 
 namespace snmalloc::profile
 {
@@ -53,7 +57,8 @@ namespace snmalloc::profile
 
     // Guards config_, the kept ring and the set-up flags; never held while
     // dumping.
-    // (The members' order keeps what start-up writes on few pages.)
+    // (The object is built by the compiler, and the members' order keeps
+    // what start-up writes on one page.)
     SpinLock lock_;
     std::atomic<unsigned long> sequence_{0};
     std::atomic<int64_t> period_ns_{0};
@@ -63,14 +68,14 @@ namespace snmalloc::profile
     bool at_exit_registered_ = false;
     bool atfork_registered_ = false;
     int signal_installed_ = 0;
-    struct sigaction signal_previous_ = {}; // signal_installed_'s action before ours
-    EnvConfig config_;
     // Sequence numbers of the automatic dumps kept, oldest first: a ring of
-    // kept_count_ from kept_first_, last so that its 8 KiB are not touched
-    // before it is used.
+    // kept_count_ from kept_first_ (the ring last, so that its 8 KiB are
+    // not touched before it is used).
     size_t kept_first_ = 0;
     size_t kept_count_ = 0;
-    unsigned long kept_[MAX_KEEP];
+    struct sigaction signal_previous_ = {}; // signal_installed_'s action before ours
+    EnvConfig config_;
+    unsigned long kept_[MAX_KEEP] = {};
 
     static void report(const char* path, DumpResult r)
     {
@@ -230,10 +235,12 @@ namespace snmalloc::profile
       return true;
     }
 
-    void register_at_exit_locked()
+    // __cxa_atexit as atexit() in a shared object calls it, not through
+    // libc_nonshared's atexit, whose page of text would be one more fault.
+    SNMALLOC_ONCE_PATH void register_at_exit_locked()
     {
       if (!at_exit_registered_)
-        at_exit_registered_ = std::atexit(at_exit) == 0;
+        at_exit_registered_ = abi::__cxa_atexit([](void*) { at_exit(); }, nullptr, &__dso_handle) == 0;
     }
 
     EnvConfig config()
@@ -287,9 +294,9 @@ namespace snmalloc::profile
     }
 
   public:
-    SNMALLOC_ONCE_PATH static AutoDump& instance()
+    static AutoDump& instance()
     {
-      static AutoDump single;
+      SNMALLOC_CONSTINIT static AutoDump single;
       return single;
     }
 
@@ -321,7 +328,8 @@ namespace snmalloc::profile
       kept_first_ = 0;
       set_max_depth(c.depth);
       start(c.mode, c.rate != 0 ? c.rate : default_rate(c.mode));
-      if (set_guard(c.guard, c.guard_per_second) != 0)
+      bool guard_asked = c.guard != 0 || guard_limit() != 0;
+      if (guard_asked && set_guard(c.guard, c.guard_per_second) != 0)
       {
         static const char msg[] =
           "snmalloc: SNMALLOC_PROFILE: could not set up guarded sampling\n";
@@ -351,6 +359,8 @@ namespace snmalloc::profile
     // Read SNMALLOC_PROFILE and act on it.  Called once at start-up, where
     // the exit handler is registered whatever the environment asks, so
     // that a later configure() finds it in its place among the program's.
+    // The configuration is parsed into a static object, not onto the
+    // stack, whose 8 KiB a short process would fault in.
     SNMALLOC_ONCE_PATH void configure_from_environment()
     {
       {
@@ -358,11 +368,11 @@ namespace snmalloc::profile
         register_at_exit_locked();
       }
       const char* text = std::getenv("SNMALLOC_PROFILE");
-      EnvConfig c;
-      if (text == nullptr || !parse_env_config(text, c))
+      SNMALLOC_CONSTINIT static EnvConfig parsed;
+      if (text == nullptr || !parse_env_config(text, parsed))
         return;
-      if (apply(c))
-        http_start_configured(c);
+      if (apply(parsed))
+        http_start_configured(parsed);
     }
   };
 

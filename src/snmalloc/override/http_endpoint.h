@@ -82,7 +82,7 @@ namespace snmalloc::profile
   // Start the endpoint a configuration asks for (http=...), once: a
   // configuration applied again leaves a running endpoint as it is.
   // Failures are said on stderr.  0 or the errno of http_start.
-  inline int http_start_configured(const EnvConfig& c)
+  SNMALLOC_ONCE_PATH inline int http_start_configured(const EnvConfig& c)
   {
     if (c.http[0] == '\0' || http_port() != 0)
       return 0;

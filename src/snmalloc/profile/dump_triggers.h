@@ -61,7 +61,8 @@ namespace snmalloc::profile
       every_.store(every, std::memory_order_relaxed);
       next_every_.store(allocated_.load(std::memory_order_relaxed) + every);
       growth_.store(growth, std::memory_order_relaxed);
-      next_growth_.store(peak_profile.live_bytes() + growth);
+      // (Off, the peak's page is not touched: a fault at start-up.)
+      next_growth_.store(growth != 0 ? peak_profile.live_bytes() + growth : 0);
       wake_fd_.store(wake_fd, std::memory_order_release);
     }
 

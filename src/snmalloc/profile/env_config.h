@@ -36,28 +36,40 @@ namespace snmalloc::profile
 {
   constexpr size_t PATH_CAPACITY = 4096;
 
-  // A dump path of up to PATH_CAPACITY - 1 bytes.  A copy takes the text,
-  // not the buffer: configurations are copied at start-up and at exit, and
-  // copying two mostly empty 4 KiB buffers whole touched three pages of
-  // stack or .data each time, page faults that a short process notices.
+  // A dump path of up to PATH_CAPACITY - 1 bytes.  Copies and assignments
+  // write only the bytes that differ, with loops rather than libc calls:
+  // configurations are copied at start-up, where a page written is a page
+  // fault and a first libc call a lazy binding, both of which a short
+  // process notices.  Built by the compiler (constexpr), so that a static
+  // configuration costs no code at start-up.
   class PathText
   {
-    char text_[PATH_CAPACITY];
+    char text_[PATH_CAPACITY] = {};
 
   public:
-    PathText(const char* text = "")
+    constexpr PathText(const char* text = "")
     {
-      assign(text, std::strlen(text));
+      size_t i = 0;
+      for (; text[i] != '\0' && i + 1 < PATH_CAPACITY; i++)
+        text_[i] = text[i];
+      text_[i] = '\0';
     }
 
-    PathText(const PathText& other)
+    constexpr PathText(const PathText& other)
     {
       *this = other;
     }
 
-    PathText& operator=(const PathText& other)
+    constexpr PathText& operator=(const PathText& other)
     {
-      assign(other.text_, std::strlen(other.text_));
+      size_t i = 0;
+      for (; other.text_[i] != '\0'; i++)
+      {
+        if (text_[i] != other.text_[i])
+          text_[i] = other.text_[i];
+      }
+      if (text_[i] != '\0')
+        text_[i] = '\0';
       return *this;
     }
 
@@ -66,7 +78,8 @@ namespace snmalloc::profile
     {
       if (size >= PATH_CAPACITY)
         return false;
-      std::memmove(text_, text, size);
+      for (size_t i = 0; i < size; i++)
+        text_[i] = text[i];
       text_[size] = '\0';
       return true;
     }
@@ -118,7 +131,7 @@ namespace snmalloc::profile
     using profile::parse_size;
     using profile::Text;
 
-    inline void complain(const char* what, Text value)
+    SNMALLOC_ONCE_PATH inline void complain(const char* what, Text value)
     {
       static const char prefix[] = "snmalloc: SNMALLOC_PROFILE: ";
       static const char suffix[] = "'; profiling stays off\n";
@@ -130,7 +143,7 @@ namespace snmalloc::profile
     }
 
     // A number of bytes, with an optional k, m or g suffix (powers of 1024).
-    inline bool parse_bytes(Text t, size_t min, size_t max, size_t& out)
+    SNMALLOC_ONCE_PATH inline bool parse_bytes(Text t, size_t min, size_t max, size_t& out)
     {
       size_t shift = 0;
       if (t.size > 0)
@@ -168,7 +181,7 @@ namespace snmalloc::profile
       return t.size != 0 && out.assign(t.data, t.size);
     }
 
-    inline int parse_signal(Text t)
+    SNMALLOC_ONCE_PATH inline int parse_signal(Text t)
     {
       static const struct
       {
@@ -210,8 +223,10 @@ namespace snmalloc::profile
       p = *end == ',' ? end + 1 : end;
       if (item.size == 0)
         continue;
-      const char* eq = static_cast<const char*>(std::memchr(item.data, '=', item.size));
-      if (eq == nullptr)
+      const char* eq = item.data;
+      while (eq != end && *eq != '=')
+        eq++;
+      if (eq == end)
       {
         complain("expected key=value, got", item);
         return false;

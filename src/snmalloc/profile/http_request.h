@@ -18,6 +18,7 @@
 #include "text_view.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace snmalloc::profile::http
 {

@@ -5,7 +5,6 @@
 // which must not allocate.
 
 #include <cstddef>
-#include <cstring>
 
 namespace snmalloc::profile
 {
@@ -14,9 +13,17 @@ namespace snmalloc::profile
     const char* data = nullptr;
     size_t size = 0;
 
+    // A loop, not strlen and memcmp: the configuration is parsed at
+    // start-up, where each first call of a libc function is a lazy binding
+    // (about 900 instructions).
     bool is(const char* word) const
     {
-      return std::strlen(word) == size && std::memcmp(data, word, size) == 0;
+      for (size_t i = 0; i < size; i++)
+      {
+        if (word[i] == '\0' || word[i] != data[i])
+          return false;
+      }
+      return word[size] == '\0';
     }
   };
 
