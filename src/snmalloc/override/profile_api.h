@@ -77,8 +77,7 @@ __attribute__((constructor)) static void snmalloc_profile_initialise()
     reinterpret_cast<void*>(&snmalloc_entry_new_array_nothrow),
     reinterpret_cast<void*>(&snmalloc_entry_new_aligned_nothrow),
     reinterpret_cast<void*>(&snmalloc_entry_new_array_aligned_nothrow)};
-  for (void* entry : entries)
-    snmalloc::profile::entry_points.add(entry);
+  snmalloc::profile::entry_points.set(entries, sizeof(entries) / sizeof(entries[0]));
   snmalloc::profile::AutoDump::instance().configure_from_environment();
 }
 #endif

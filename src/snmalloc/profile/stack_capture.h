@@ -76,15 +76,16 @@ namespace snmalloc::profile
     }
 
   public:
-    // `fn` must be a function whose symbol (with its size) the dynamic
-    // linker knows; others are ignored.  Called before threads start.
-    void add(void* fn) noexcept
+    // The entry points are `n` functions whose symbols (with their sizes)
+    // the dynamic linker knows; others are ignored.  Called once, before
+    // threads start.  (Written, not read, first: reading an untouched page
+    // of .bss and then writing it is two page faults at start-up.)
+    void set(void* const* fns, size_t n) noexcept
     {
-      size_t i = count_.load(std::memory_order_relaxed);
-      if (i == MAX)
-        return;
-      functions_[i] = fn;
-      count_.store(i + 1, std::memory_order_release);
+      n = n < MAX ? n : MAX;
+      for (size_t i = 0; i < n; i++)
+        functions_[i] = fns[i];
+      count_.store(n, std::memory_order_release);
     }
 
     // A return address inside one of them (it may equal the end when the
