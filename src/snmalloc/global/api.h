@@ -212,9 +212,10 @@ namespace snmalloc
         auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
         if (!in_class(meta))
           return false;
+        size_t index = 0; // the checks build's, for its bitmap
         if constexpr (config::checks)
-          meta->check_free(p);
-        reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta);
+          index = meta->check_free(p);
+        reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta, index);
         return true;
       }
     }

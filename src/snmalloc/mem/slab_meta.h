@@ -165,33 +165,46 @@ namespace snmalloc
         report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
     }
 
+    // The index of the object at p (an object start) in the slab.
+    SNMALLOC_FAST_PATH size_t index_of(const void* p) const
+    {
+      return index_in_slab(reinterpret_cast<uintptr_t>(p) - base, sizeclass);
+    }
+
     // The checks build, on every free by the program, on whichever thread:
     // an object start, not free already (its free mark, see ds/freelist.h,
     // is set from its free until it is handed out again, on the slab's
     // list, in a thread's fast list or in a message).  Any thread may call
     // this: it reads only fields fixed while the slab lives.  The bytes
     // past the link and the mark are poisoned, so a read after free sees no
-    // stale data.  Inline on the free fast path: as two calls with the
-    // object-start check in each, the checks cost 79 instructions a free
-    // in perf-larson (callgrind), this and check_not_listed 25.
-    SNMALLOC_FAST_PATH void check_free(void* p) const
+    // stale data.  Returns the object's index, for the owner's push: the
+    // poison's stores may alias the fields it is computed from, so the
+    // push would compute it again (10 instructions a free).  Inline on the
+    // free fast path: as two calls with the object-start check in each,
+    // the checks cost 79 instructions a free in perf-larson (callgrind),
+    // this and check_not_listed 25.
+    SNMALLOC_FAST_PATH size_t check_free(void* p) const
     {
-      if (SNMALLOC_UNLIKELY(!is_object_start(p)))
+      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
+      size_t index = index_in_slab(offset, sizeclass);
+      size_t size = sizeclass_to_size(sizeclass);
+      if (SNMALLOC_UNLIKELY(offset >= slab_size() || offset != index * size))
         report_bad_free(BadFree::Interior, p);
       FreeObject* f = FreeObject::from(p);
       if (SNMALLOC_UNLIKELY(f->marked_free()))
         report_bad_free(BadFree::DoubleFree, p);
-      poison(p, sizeclass_to_size(sizeclass));
+      poison(p, size);
       f->mark_free();
+      return index;
     }
 
-    // The checks build, on every push onto the list, of an object start
-    // (every caller of push has checked): not on the list already (a mark
-    // overwritten by a write after free leaves this exact test).
-    SNMALLOC_FAST_PATH void check_not_listed(void* p)
+    // The checks build, on every push onto the list, of the object start
+    // p, object `index` (every caller of push has checked): not on the list
+    // already (a mark overwritten by a write after free leaves this exact
+    // test).
+    SNMALLOC_FAST_PATH void check_not_listed(void* p, size_t index)
     {
-      if (SNMALLOC_UNLIKELY(
-            !on_free_list.add(index_in_slab(reinterpret_cast<uintptr_t>(p) - base, sizeclass))))
+      if (SNMALLOC_UNLIKELY(!on_free_list.add(index)))
         report_bad_free(BadFree::DoubleFree, p);
     }
 
@@ -293,12 +306,13 @@ namespace snmalloc
     // once for the cost of a compare (a free, then a free of the same
     // pointer with no free of the slab's in between); the checks build's
     // bitmap catches that and every other push of an object on the list.
-    // `p` is an object start of this slab: every caller has checked.
-    SNMALLOC_FAST_PATH bool push(void* p)
+    // `p` is an object start of this slab, object `index` (which only the
+    // checks build reads): every caller has checked.
+    SNMALLOC_FAST_PATH bool push(void* p, size_t index)
     {
       FreeObject* f = FreeObject::from(p);
       if constexpr (config::checks)
-        check_not_listed(p);
+        check_not_listed(p, index);
       else if (SNMALLOC_UNLIKELY(f == free))
         report_bad_free(BadFree::DoubleFree, p);
       f->set_next(free);
