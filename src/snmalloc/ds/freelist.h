@@ -35,15 +35,17 @@ namespace snmalloc
     }
 
     // The link of a list of one slab's objects.  The checks build stops
-    // at a link that cannot be one (see LINK_REACH_BITS).
+    // at a link that cannot be one (see LINK_REACH_BITS): one differing
+    // from this object's address above the reach, or not aligned as this
+    // object is (to MIN_ALLOC_SIZE), in one mask.
     SNMALLOC_FAST_PATH FreeObject* next_object() const
     {
       FreeObject* n = next_relaxed();
       if constexpr (config::checks)
       {
-        uintptr_t a = reinterpret_cast<uintptr_t>(n);
-        uintptr_t stray = ((a ^ reinterpret_cast<uintptr_t>(this)) >> LINK_REACH_BITS) |
-          (a & (config::MIN_ALLOC_SIZE - 1));
+        constexpr uintptr_t stray_bits =
+          ~((uintptr_t(1) << LINK_REACH_BITS) - 1) | (config::MIN_ALLOC_SIZE - 1);
+        uintptr_t stray = (reinterpret_cast<uintptr_t>(n) ^ reinterpret_cast<uintptr_t>(this)) & stray_bits;
         if (SNMALLOC_UNLIKELY(n != nullptr && stray != 0))
           report_corrupt_link(this);
       }

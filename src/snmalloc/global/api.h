@@ -80,7 +80,10 @@ namespace snmalloc
     Alloc* owner = reinterpret_cast<Alloc*>(entry.get_owner());
     SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
     if constexpr (config::checks)
+    {
       meta->check_free(p);
+      SlabMeta::poison(p, sizeclass_to_size(meta->sizeclass));
+    }
     else if (!meta->is_object_start(p))
       report_bad_free(BadFree::Interior, p);
     Local& local = local_cache;
@@ -212,10 +215,10 @@ namespace snmalloc
         auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
         if (!in_class(meta))
           return false;
-        size_t index = 0; // the checks build's, for its bitmap
         if constexpr (config::checks)
-          index = meta->check_free(p);
-        reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta, index);
+          reinterpret_cast<Alloc*>(owner)->dealloc_local_checked(p, meta);
+        else
+          reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta);
         return true;
       }
     }

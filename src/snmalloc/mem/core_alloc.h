@@ -137,17 +137,30 @@ namespace snmalloc
       }
     }
 
-    // Free an object of one of this allocator's slabs, object `index` of
-    // its slab (read by the checks build only).
-    SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta, size_t index)
+    // Free an object of one of this allocator's slabs (the checks build:
+    // checked and poisoned already, as the objects of messages are).
+    SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
     {
-      if (SNMALLOC_UNLIKELY(meta->push(p, index)))
+      if (SNMALLOC_UNLIKELY(meta->push(p, config::checks ? meta->index_of(p) : 0)))
         slab_needs_attention(meta);
     }
 
-    SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
+    // The checks build's free fast path, of an object of one of this
+    // allocator's slabs: checked, pushed, then poisoned (see
+    // SlabMeta::check_free), before the slab may be released.  Nothing but
+    // tail calls: the fast path saves no registers.
+    SNMALLOC_FAST_PATH void dealloc_local_checked(void* p, SlabMeta* meta)
     {
-      dealloc_local(p, meta, config::checks ? meta->index_of(p) : 0);
+      size_t size = sizeclass_to_size(meta->sizeclass);
+      if (SNMALLOC_UNLIKELY(meta->push(p, meta->check_free(p))))
+        return poisoned_slab_needs_attention(p, size, meta);
+      SlabMeta::poison(p, size);
+    }
+
+    SNMALLOC_SLOW_PATH void poisoned_slab_needs_attention(void* p, size_t size, SlabMeta* meta)
+    {
+      SlabMeta::poison(p, size);
+      slab_needs_attention(meta);
     }
 
     // A local free brought a slab's `needed` to zero: wake it, or, if every

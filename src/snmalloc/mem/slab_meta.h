@@ -32,10 +32,12 @@ namespace snmalloc
     uint64_t bits_[MAX_CAPACITY / 64] = {};
 
   public:
-    void clear_all()
+    // Mark the slab's `capacity` objects as off the list (only the words
+    // they use: one for classes of 256 bytes and more).
+    void clear(size_t capacity)
     {
-      for (uint64_t& word : bits_)
-        word = 0;
+      for (size_t i = 0; i < (capacity + 63) / 64; i++)
+        bits_[i] = 0;
     }
 
     // Mark objects `from` to `to` - 1 as on the list.
@@ -58,7 +60,7 @@ namespace snmalloc
   // The default build's: keeps nothing, costs nothing.
   struct NoFreeBits
   {
-    void clear_all() {}
+    void clear(size_t) {}
     void set_range(size_t, size_t) {}
     bool add(size_t)
     {
@@ -174,26 +176,25 @@ namespace snmalloc
     // The checks build, on every free by the program, on whichever thread:
     // an object start, not free already (its free mark, see ds/freelist.h,
     // is set from its free until it is handed out again, on the slab's
-    // list, in a thread's fast list or in a message).  Any thread may call
-    // this: it reads only fields fixed while the slab lives.  The bytes
-    // past the link and the mark are poisoned, so a read after free sees no
-    // stale data.  Returns the object's index, for the owner's push: the
-    // poison's stores may alias the fields it is computed from, so the
-    // push would compute it again (10 instructions a free).  Inline on the
-    // free fast path: as two calls with the object-start check in each,
-    // the checks cost 79 instructions a free in perf-larson (callgrind),
-    // this and check_not_listed 25.
+    // list, in a thread's fast list or in a message); marks it.  Any thread
+    // may call this: it reads only fields fixed while the slab lives.
+    // Returns the object's index, for the owner's push.  The caller then
+    // poisons the object (poison), last: the fill's stores may alias the
+    // slab's fields, which would be read again after it, and a fill at
+    // the end of the free fast path is a tail call (no registers to save).
+    // Inline on the free fast path: as two calls with the object-start
+    // check in each, the checks cost 79 instructions a free in perf-larson
+    // (callgrind), this and check_not_listed 25.
     SNMALLOC_FAST_PATH size_t check_free(void* p) const
     {
       uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
       size_t index = index_in_slab(offset, sizeclass);
-      size_t size = sizeclass_to_size(sizeclass);
-      if (SNMALLOC_UNLIKELY(offset >= slab_size() || offset != index * size))
+      if (SNMALLOC_UNLIKELY(
+            offset >= slab_size() || offset != index * sizeclass_to_size(sizeclass)))
         report_bad_free(BadFree::Interior, p);
       FreeObject* f = FreeObject::from(p);
       if (SNMALLOC_UNLIKELY(f->marked_free()))
         report_bad_free(BadFree::DoubleFree, p);
-      poison(p, size);
       f->mark_free();
       return index;
     }
@@ -219,8 +220,9 @@ namespace snmalloc
     static constexpr size_t POISON_INLINE_MAX = 64;
 
     // Poison the object p of `size` bytes (a sizeclass size: a multiple of
-    // 16, as is p) past its link and mark.
-    static void poison(void* p, size_t size)
+    // 16, as is p) past its link and mark, so a read after free sees no
+    // stale data.
+    SNMALLOC_FAST_PATH static void poison(void* p, size_t size)
     {
       char* at = static_cast<char*>(p) + POISON_FROM;
       if (size > POISON_INLINE_MAX)
@@ -252,7 +254,7 @@ namespace snmalloc
       untouched = sizeclasses.capacity[sc];
       sleeping = false;
       needed = 0; // all free: no object is out
-      on_free_list.clear_all();
+      on_free_list.clear(untouched);
       on_free_list.set_range(0, untouched);
     }
 
@@ -273,7 +275,7 @@ namespace snmalloc
       // the first refill instead put the slab to sleep at once, so each
       // object a sample point gave back stayed unused until three more
       // came: 5 MB of 4 KiB objects in http-endpoint's heap of 117 MB.)
-      on_free_list.clear_all();
+      on_free_list.clear(capacity);
       on_free_list.set_range(capacity - untouched, capacity);
       if (untouched != 0)
       {
