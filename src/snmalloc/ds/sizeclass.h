@@ -45,11 +45,8 @@ namespace snmalloc
     std::array<uint32_t, NUM_SMALL_CLASSES> capacity{};
     // A sleeping slab wakes (rejoins its class's available list) after this
     // many local frees, so a slab is not revisited for every single free: a
-    // quarter of its objects, or a chunk's worth (16 KiB) if that is fewer.
-    // A slab of a dozen 16 KiB objects waited for four frees, the first of
-    // them long out of the cache when handed out again (xthread-mix, 8..16,000
-    // bytes: 18% more second-level misses than tcmalloc's, most in the
-    // program's first writes to its new blocks, docs/performance.md).
+    // quarter of its objects, capped at config::SLAB_WAKE_BYTES of them (at
+    // least one), so that what is handed out again is still in the cache.
     std::array<uint32_t, NUM_SMALL_CLASSES> wake_threshold{};
     // Objects of a slab's untouched part that one refill links (and so
     // touches): a chunk's worth, so one object of a large class does not
@@ -79,8 +76,8 @@ namespace snmalloc
         slab_bits[c] = static_cast<uint32_t>(bits::log2_floor(slab));
         capacity[c] = static_cast<uint32_t>(slab / s);
         size_t wake = capacity[c] / 4;
-        if (wake * s > config::CHUNK_SIZE)
-          wake = config::CHUNK_SIZE / s;
+        if (wake * s > config::SLAB_WAKE_BYTES)
+          wake = config::SLAB_WAKE_BYTES / s;
         wake_threshold[c] = static_cast<uint32_t>(wake == 0 ? 1 : wake);
         size_t step = config::CHUNK_SIZE / s;
         untouched_step[c] = static_cast<uint32_t>(step == 0 ? 1 : step);
