@@ -137,45 +137,41 @@ namespace snmalloc::profile
     // only when it lies in p's own pool block.
     static SampleRecord* live_record_of(void* p)
     {
+      BadFree kind;
+      if (!is_live_object(p, kind))
+        report_bad_free(kind, p);
+      return record_of(p);
+    }
+
+    // Whether p is where a live pool object starts; if not, `kind` says
+    // what p is instead.
+    static bool is_live_object(const void* p, BadFree& kind)
+    {
       // Every sampled object is 16-byte aligned, and so is its record: an
       // unaligned p is no object, and reading "its record" would be a
       // misaligned access.
-      if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
-        report_bad_free(BadFree::Interior, p);
-      const PagemapEntry& e = pagemap.entry_of(p);
-      if (tag_payload(e.get_owner()) == 0)
-      {
-        auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
-        if (slab == nullptr)
-          report_bad_free(BadFree::Invalid, p);
-        size_t size = sizeclass_to_size(slab->sizeclass);
-        uintptr_t offset = reinterpret_cast<uintptr_t>(p) - slab->base;
-        if (offset % size < sizeof(SampleRecord))
-          report_bad_free(BadFree::Interior, p);
-      }
-      SampleRecord* r = record_of(p);
-      if (r->object != p)
-        report_bad_free(r->is_freed() ? BadFree::DoubleFree : BadFree::Interior, p);
-      return r;
-    }
-
-    // Whether p is where a live pool object starts: live_record_of's
-    // checks, answered instead of stopping the program.
-    static bool is_live_object(const void* p)
-    {
+      kind = BadFree::Interior;
       if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
         return false;
       const PagemapEntry& e = pagemap.entry_of(p);
       if (tag_payload(e.get_owner()) == 0)
       {
         auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
-        if (
-          slab == nullptr ||
-          (reinterpret_cast<uintptr_t>(p) - slab->base) % sizeclass_to_size(slab->sizeclass) <
-            sizeof(SampleRecord))
+        if (slab == nullptr)
+        {
+          kind = BadFree::Invalid;
+          return false;
+        }
+        size_t size = sizeclass_to_size(slab->sizeclass);
+        uintptr_t offset = reinterpret_cast<uintptr_t>(p) - slab->base;
+        if (offset % size < sizeof(SampleRecord))
           return false;
       }
-      return record_of(p)->object == p;
+      const SampleRecord* r = record_of(p);
+      if (r->object == p)
+        return true;
+      kind = r->is_freed() ? BadFree::DoubleFree : BadFree::Interior;
+      return false;
     }
 
     void dealloc(SampleRecord* record)

@@ -282,7 +282,8 @@ namespace snmalloc::profile
     {
       if (const GuardedSlot* slot = guarded_slots.slot_of(reinterpret_cast<uintptr_t>(p)))
         return slot->object == reinterpret_cast<uintptr_t>(p);
-      return ProfilePool::is_live_object(p);
+      BadFree kind;
+      return ProfilePool::is_live_object(p, kind);
     }
 
     // A large sampled run's own tag says its size, also after it grew in
