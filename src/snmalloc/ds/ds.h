@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella of layer ds: data structures (sizeclasses, pagemap, locks, lists,
-// message queue).  Includes ds_core and pal only.
+// message queue, the locks held across fork).  Includes ds_core and pal only.
+#include "fork_locks.h"
 #include "freelist.h"
 #include "message_queue.h"
 #include "pagemap.h"

@@ -66,7 +66,6 @@ namespace snmalloc::profile
     int pipe_write_ = -1;
     pid_t pipe_owner_ = 0; // the process whose helper thread reads the pipe
     bool at_exit_registered_ = false;
-    bool atfork_registered_ = false;
     int signal_installed_ = 0;
     // Sequence numbers of the automatic dumps kept, oldest first: a ring of
     // kept_count_ from kept_first_ (the ring last, so that its 8 KiB are
@@ -320,9 +319,8 @@ namespace snmalloc::profile
     SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
       LockGuard g(lock_);
-      if (!atfork_registered_)
-        atfork_registered_ =
-          ::pthread_atfork(before_fork, after_fork_in_parent, in_fork_child) == 0;
+      static constexpr ForkLock fork_lock{before_fork, after_fork_in_parent, in_fork_child};
+      fork_locks.set(ForkOrder::DumpControl, fork_lock);
       config_ = c;
       kept_count_ = 0;
       kept_first_ = 0;

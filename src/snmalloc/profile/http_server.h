@@ -510,6 +510,8 @@ namespace snmalloc::profile::http
       instance().stop();
     }
 
+    static constexpr ForkLock fork_lock{before_fork, after_fork_in_parent, in_fork_child};
+
     int start_locked(const Address& address, Handler handler, int64_t timeout_ns)
     {
       if (state_ != nullptr)
@@ -517,7 +519,7 @@ namespace snmalloc::profile::http
       if (!hooks_registered_)
       {
         if (
-          ::pthread_atfork(before_fork, after_fork_in_parent, in_fork_child) != 0 ||
+          !fork_locks.set(ForkOrder::HttpServer, fork_lock) ||
           std::atexit(stop_at_exit) != 0)
           return ENOMEM;
         hooks_registered_ = true;

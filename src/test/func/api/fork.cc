@@ -7,6 +7,10 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <snmalloc/snmalloc.h>
+#include <string>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -146,4 +150,70 @@ TEST_CASE("fork-while-threads-allocate")
     thread.join();
   for (auto& slot : slots)
     std::free(slot.exchange(nullptr));
+}
+
+namespace
+{
+  // A lock of a layer above the allocator, held while allocating as the
+  // dump control and the HTTP endpoint hold theirs.  Its slot is set after
+  // the allocator's: fork() must still take it first.  Its prepare reads
+  // the statistics, which take the backend's lock: if the allocator's
+  // locks were held already, this thread would wait for itself.
+  std::mutex outer_mutex;
+  char outer_events[8];
+  size_t outer_event_count = 0;
+
+  void outer_log(char event)
+  {
+    if (outer_event_count < sizeof(outer_events) - 1)
+      outer_events[outer_event_count++] = event;
+  }
+
+  void outer_prepare()
+  {
+    outer_mutex.lock();
+    outer_log('P');
+    if (snmalloc::stats().resident_bytes != 0)
+      outer_log('s');
+  }
+
+  void outer_in_parent()
+  {
+    outer_log('p');
+    outer_mutex.unlock();
+  }
+
+  void outer_in_child()
+  {
+    outer_log('c');
+    outer_mutex.unlock();
+  }
+
+  constexpr snmalloc::ForkLock outer_lock{outer_prepare, outer_in_parent, outer_in_child};
+}
+
+TEST_CASE("fork-takes-outer-locks-before-the-allocators")
+{
+  void* held = std::malloc(100); // the allocator's slot is set by now
+  REQUIRE(held != nullptr);
+  // The slot the HTTP endpoint would use; this program never starts it.
+  REQUIRE(snmalloc::fork_locks.set(snmalloc::ForkOrder::HttpServer, outer_lock));
+  // In the wrong order the fork never returns: SIGALRM ends the test.
+  alarm(child_time_limit_seconds);
+  outer_event_count = 0;
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0)
+  {
+    outer_events[outer_event_count] = 0;
+    _exit(std::strcmp(outer_events, "Psc") == 0 ? 0 : 1);
+  }
+  alarm(0);
+  outer_events[outer_event_count] = 0;
+  CHECK(std::string(outer_events) == "Psp");
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::free(held);
 }
