@@ -54,6 +54,14 @@ namespace snmalloc::profile
     std::atomic<uintptr_t> start_[MAX] = {};
     std::atomic<uintptr_t> end_[MAX] = {};
     std::atomic<size_t> resolved_{0};
+    // Bounds that need no lookup: no entry point starts below the lowest
+    // or is longer than SPAN (they are short wrappers), so an address
+    // outside [lowest_, highest_ + SPAN] is in none.  The usual caller is
+    // in another object, and a short program's first sample then skips
+    // the 17 dladdr1 calls (35,000 instructions of a C++ program's start).
+    static constexpr uintptr_t SPAN = 64 * 1024;
+    uintptr_t lowest_ = 0;
+    uintptr_t highest_ = 0;
 
     SNMALLOC_SLOW_PATH void resolve(size_t n) noexcept
     {
@@ -83,8 +91,16 @@ namespace snmalloc::profile
     void set(void* const* fns, size_t n) noexcept
     {
       n = n < MAX ? n : MAX;
+      uintptr_t lowest = UINTPTR_MAX, highest = 0;
       for (size_t i = 0; i < n; i++)
+      {
         functions_[i] = fns[i];
+        uintptr_t at = reinterpret_cast<uintptr_t>(fns[i]);
+        lowest = at < lowest ? at : lowest;
+        highest = at > highest ? at : highest;
+      }
+      lowest_ = lowest;
+      highest_ = highest;
       count_.store(n, std::memory_order_release);
     }
 
@@ -93,6 +109,8 @@ namespace snmalloc::profile
     bool contains(uintptr_t return_address) noexcept
     {
       size_t n = count_.load(std::memory_order_acquire);
+      if (return_address <= lowest_ || return_address > highest_ + SPAN)
+        return false;
       if (SNMALLOC_UNLIKELY(resolved_.load(std::memory_order_acquire) != n))
         resolve(n);
       for (size_t i = 0; i < n; i++)
