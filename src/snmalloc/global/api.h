@@ -12,7 +12,20 @@ namespace snmalloc
 
   // ---- slow paths -------------------------------------------------------
 
-  SNMALLOC_FAST_PATH void* alloc_with(Alloc& core, Local& local, size_t size, size_t align, bool zero)
+  // alloc_refill returned nullptr: with profiling, a sample point may be
+  // due.  Out of line, from what alloc_slow keeps anyway (`local`'s core is
+  // `core`; the class follows from the size), so that the common refill
+  // keeps nothing live for this case.
+  SNMALLOC_SLOW_PATH inline void* alloc_sample_due(Local& local, size_t size, size_t align, void* return_address)
+  {
+    Profiler::entered_slow_path(return_address);
+    sizeclass_t sc = size_to_sizeclass(size);
+    return local.core->alloc_sample_due(local.fast[sc], sc, size, align);
+  }
+
+  // `return_address` is alloc_slow's, where a sample's stack is cut.
+  SNMALLOC_FAST_PATH void* alloc_with(
+    Alloc& core, Local& local, size_t size, size_t align, bool zero, void* return_address)
   {
     if (size == 0)
       size = 1;
@@ -29,7 +42,9 @@ namespace snmalloc
       }
       else
       {
-        p = core.alloc_refill(fast, sc, size, align);
+        p = core.alloc_refill(fast, sc);
+        if (Profiler::enabled && SNMALLOC_UNLIKELY(p == nullptr))
+          p = alloc_sample_due(local, size, align, return_address);
       }
       if (config::checks && p != nullptr)
         FreeObject::from(p)->clear_mark();
@@ -38,6 +53,7 @@ namespace snmalloc
     }
     else
     {
+      Profiler::entered_slow_path(return_address);
       p = core.alloc_large(size, align, zero);
     }
     if (p == nullptr)
@@ -55,22 +71,21 @@ namespace snmalloc
       if (void* p = zero_size_slots.alloc())
         return p;
     }
-    Profiler::entered_slow_path(__builtin_return_address(0));
     Local& local = local_cache;
     if (SNMALLOC_UNLIKELY(local.core == nullptr))
     {
       void* p = nullptr;
       if (local.torn_down)
-        p = with_borrowed_alloc([&](Alloc& core, Local& l) {
-          return alloc_with(core, l, size, align, zero);
+        p = with_borrowed_alloc([&, ra = __builtin_return_address(0)](Alloc& core, Local& l) {
+          return alloc_with(core, l, size, align, zero, ra);
         });
       else if (attach_thread(local))
-        return alloc_with(*local.core, local, size, align, zero);
+        return alloc_with(*local.core, local, size, align, zero, __builtin_return_address(0));
       if (p == nullptr)
         errno = ENOMEM;
       return p;
     }
-    return alloc_with(*local.core, local, size, align, zero);
+    return alloc_with(*local.core, local, size, align, zero, __builtin_return_address(0));
   }
 
   // An object of another allocator's slab (or of this thread's, before it

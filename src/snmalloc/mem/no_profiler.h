@@ -4,10 +4,13 @@
 //
 // The profiler enters the allocator only through these named hooks, all on
 // slow paths (profile/profiler.h is the real implementation):
-//   CoreState::sample_due(sc)            refill: is a sample point pending in sc?
-//   CoreState::alloc_at_sample_point(..) refill: serve the sampled allocation
-//   CoreState::split(sc, batch)          refill: hold back objects past the next
-//                                        sample point
+//   CoreState::sample_due(core, sc)      refill: is a sample point pending in sc?
+//                                        (inline: one compare in the common case)
+//   CoreState::alloc_at_sample_point(..) alloc_sample_due: serve the sampled
+//                                        allocation
+//   CoreState::split(core, sc, batch)    refill: count the batch, hold back
+//                                        objects past the next sample point
+//                                        (inline: one subtract in the common case)
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut

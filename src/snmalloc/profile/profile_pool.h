@@ -37,10 +37,8 @@ namespace snmalloc::profile
         __builtin_prefetch(fast, 1);
         return p;
       }
-      return core_.alloc_refill(fast, sc, bytes, MIN_ALLOC_ALIGN);
+      return core_.alloc_refill(fast, sc);
     }
-
-    static constexpr size_t MIN_ALLOC_ALIGN = config::MIN_ALLOC_SIZE;
 
     void dealloc_block(void* block)
     {

@@ -134,9 +134,47 @@ namespace snmalloc::profile
 
     class CoreState
     {
+      // What counting_epoch_ holds for a class that holds a batch back: an
+      // epoch the settings never reach (they start at 1).
+      static constexpr uint64_t NOT_COUNTING = 0;
+
       Sampler sampler_;
+      // Per class, the settings' epoch while this thread samples by them and
+      // the class holds no batch back: then its refill has nothing to do but
+      // count the batch (sample_due, split).  Otherwise (NOT_COUNTING, or an
+      // old epoch after a start() or stop()), the class's next refill takes
+      // the slow path.  Per class, so that a batch held back in one class
+      // sends no other class's refills there.
+      uint64_t counting_epoch_[NUM_SMALL_CLASSES] = {};
       Batch held_[NUM_SMALL_CLASSES];
       SampleList samples_;
+
+      // Pick up start()/stop(); false while profiling is stopped.
+      bool refresh()
+      {
+        uint64_t seen = sampler_.epoch();
+        bool sampling = sampler_.refresh();
+        if (SNMALLOC_UNLIKELY(sampler_.epoch() != seen))
+        {
+          for (size_t c = 0; c < NUM_SMALL_CLASSES; c++)
+            counting_epoch_[c] = held_[c].head == nullptr ? sampler_.epoch() : NOT_COUNTING;
+        }
+        return sampling;
+      }
+
+      void hold(sizeclass_t sc, Batch b)
+      {
+        held_[sc] = b;
+        counting_epoch_[sc] = NOT_COUNTING;
+      }
+
+      Batch unhold(sizeclass_t sc)
+      {
+        Batch b = held_[sc];
+        held_[sc] = {};
+        counting_epoch_[sc] = sampler_.epoch();
+        return b;
+      }
 
       template<typename Core>
       static void give_back(Core& core, Batch& b)
@@ -145,24 +183,59 @@ namespace snmalloc::profile
         b = {};
       }
 
+      // The slow paths take the allocator, not this: its address is in a
+      // register already, and the refill then keeps nothing for them.
 
-    public:
-      bool sample_due(sizeclass_t sc) const
+      // Not the common case: the settings changed, or `sc` holds a batch
+      // back.  Whether it does.
+      template<typename Core>
+      SNMALLOC_SLOW_PATH static bool sample_due_slow(Core& core, sizeclass_t sc)
       {
-        return held_[sc].head != nullptr;
+        CoreState& self = core.profile();
+        self.refresh();
+        if (self.held_[sc].head != nullptr)
+          return true;
+        self.counting_epoch_[sc] = self.sampler_.epoch();
+        return false;
       }
 
-      // Keep back the objects from the next sample point on.
-      Batch split(sizeclass_t sc, Batch b)
+      // bytes_before_point said no: the batch reaches the next sample point,
+      // or the sampler counts otherwise than by bytes (stopped, another
+      // mode).  Count it so, and keep back the objects from the point on.
+      template<typename Core>
+      SNMALLOC_SLOW_PATH static Batch split_at_point(Core& core, sizeclass_t sc, Batch b)
       {
-        if (!sampler_.refresh())
+        CoreState& self = core.profile();
+        self.sampler_.uncount(b.count * sizeclass_to_size(sc));
+        if (!self.refresh())
           return b;
-        size_t before = sampler_.objects_before_point(sc, b.count, sizeclass_to_size(sc));
+        size_t before = self.sampler_.objects_before_point(sc, b.count, sizeclass_to_size(sc));
         if (before == b.count)
           return b;
         Batch front = b.take_front(before);
-        held_[sc] = b;
+        self.hold(sc, b);
         return front;
+      }
+
+    public:
+      // On every refill, so inline, and in the common case one test: the
+      // class counts by the settings' epoch.
+      template<typename Core>
+      SNMALLOC_FAST_PATH bool sample_due(Core& core, sizeclass_t sc)
+      {
+        if (SNMALLOC_LIKELY(settings.epoch.load(std::memory_order_acquire) == counting_epoch_[sc]))
+          return false;
+        return sample_due_slow(core, sc);
+      }
+
+      // Count a new batch; keep back the objects from the next sample point
+      // on.  Inline, the common case: a batch before the point.
+      template<typename Core>
+      SNMALLOC_FAST_PATH Batch split(Core& core, sizeclass_t sc, Batch b)
+      {
+        if (SNMALLOC_LIKELY(sampler_.bytes_before_point(b.count * sizeclass_to_size(sc))))
+          return b;
+        return split_at_point(core, sc, b);
       }
 
       // The fast list ran dry at a sample point: serve this allocation from
@@ -171,11 +244,10 @@ namespace snmalloc::profile
       SNMALLOC_SLOW_PATH void* alloc_at_sample_point(
         Core& core, FreeObject*& fast, sizeclass_t sc, size_t size, size_t align)
       {
-        Batch held = held_[sc];
-        held_[sc] = {};
+        Batch held = unhold(sc);
         FreeObject* point = held.pop();
         void* result = point;
-        if (sampler_.refresh())
+        if (refresh())
         {
           size_t s = sizeclass_to_size(sc);
           if (void* p = take_sample(samples_, size, s, align, false, sampler_.rate()))
@@ -195,7 +267,7 @@ namespace snmalloc::profile
           give_back(core, held);
           return result;
         }
-        fast = split(sc, held).head;
+        fast = split(core, sc, held).head;
         return result;
       }
 
@@ -203,7 +275,7 @@ namespace snmalloc::profile
       SNMALLOC_SLOW_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
       {
         size_t s = large_size(size);
-        if (!(sampler_.refresh() && sampler_.large_contains_point(s)))
+        if (!(refresh() && sampler_.large_contains_point(s)))
           return nullptr;
         return take_sample(samples_, size, s, align, zero, sampler_.rate());
       }
@@ -223,7 +295,7 @@ namespace snmalloc::profile
       void grew_in_place(void* p, size_t requested, size_t added, size_t bytes, bool sampled)
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
-        if (sampler_.refresh() && sampler_.growth_contains_point(added) &&
+        if (refresh() && sampler_.growth_contains_point(added) &&
             record_sample(samples_, requested, bytes, sampler_.rate(), [&] {
               return profile_pool.adopt_run(p);
             }) != nullptr)

@@ -48,7 +48,12 @@ namespace snmalloc::profile
     uint64_t epoch_ = 0;
     size_t interval_ = 0;
     SampleMode mode_ = SampleMode::Bytes;
-    Countdown shared_; // bytes and count modes
+    // Bytes mode while sampling: the countdown a refill subtracts its
+    // batch's bytes from inline (bytes_before_point); zero while stopped or
+    // in another mode, so that every batch reaches the slow path, which
+    // counts as the mode says.
+    Countdown bytes_;
+    Countdown count_; // count mode
     Countdown strata_[STRATA];
 
     uint64_t next_random()
@@ -111,7 +116,16 @@ namespace snmalloc::profile
 
     Countdown& countdown_of(size_t stratum)
     {
-      return mode_ == SampleMode::SizeClass ? strata_[stratum] : shared_;
+      switch (mode_)
+      {
+        case SampleMode::Bytes:
+          return bytes_;
+        case SampleMode::Count:
+          return count_;
+        case SampleMode::SizeClass:
+          break;
+      }
+      return strata_[stratum];
     }
 
     // How many of `count` objects of `unit` units come before c's point;
@@ -139,8 +153,12 @@ namespace snmalloc::profile
         epoch_ = e;
         interval_ = settings.interval.load(std::memory_order_relaxed);
         mode_ = settings.mode.load(std::memory_order_relaxed);
-        shared_ = {};
-        draw(shared_);
+        bytes_ = {};
+        count_ = {};
+        if (mode_ == SampleMode::Bytes)
+          draw(bytes_); // zero while stopped: interval 0
+        if (mode_ == SampleMode::Count)
+          draw(count_);
         if (mode_ == SampleMode::SizeClass)
         {
           for (Countdown& c : strata_)
@@ -153,9 +171,32 @@ namespace snmalloc::profile
       return interval_ != 0;
     }
 
+    // The settings this sampler counts by (see refresh).
+    uint64_t epoch() const
+    {
+      return epoch_;
+    }
+
     SampleRate rate() const
     {
       return {mode_, interval_};
+    }
+
+    // A refill's common case, inline: in bytes mode, a batch of `bytes`
+    // that lies wholly before the next sample point is counted: one
+    // subtract and a branch on the sign.  False for every other case
+    // (stopped, another mode, the batch reaches the point, or a countdown
+    // of 2^63 or more at an absurd rate); the caller then gives the bytes
+    // back (uncount) and objects_before_point counts exactly.
+    SNMALLOC_FAST_PATH bool bytes_before_point(size_t bytes)
+    {
+      bytes_.until -= bytes;
+      return SNMALLOC_LIKELY(ptrdiff_t(bytes_.until) >= 0);
+    }
+
+    void uncount(size_t bytes)
+    {
+      bytes_.until += bytes;
     }
 
     // How many of `count` objects of sizeclass `sc` come before the next
@@ -177,7 +218,7 @@ namespace snmalloc::profile
     // allocation.
     bool growth_contains_point(size_t added)
     {
-      return mode_ == SampleMode::Bytes && before_point(shared_, 1, added) == 0;
+      return mode_ == SampleMode::Bytes && before_point(bytes_, 1, added) == 0;
     }
   };
 } // namespace snmalloc::profile

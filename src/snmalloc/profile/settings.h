@@ -22,7 +22,8 @@ namespace snmalloc::profile
     std::atomic<SampleMode> mode{SampleMode::Bytes};
     // Bumped by every start() and stop(): a sampler that sees a new epoch
     // redraws its distance to the next sample with the new interval and mode.
-    std::atomic<uint64_t> epoch{0};
+    // From 1: 0 is no epoch (Profiler::CoreState's NOT_COUNTING).
+    std::atomic<uint64_t> epoch{1};
     std::atomic<size_t> max_depth{DEFAULT_DEPTH};
     std::atomic<int64_t> start_time_ns{0};
     // Samples not taken because memory for their record or stack ran out
