@@ -54,7 +54,15 @@ namespace snmalloc
 
     void set_next(FreeObject* n)
     {
-      next.store(encode_link(n, this), std::memory_order_relaxed);
+      set_next(n, link_mask(this));
+    }
+
+    // The same, given link_mask(this): the checks build's free computes it
+    // once for the mark and the link (the stores between the two would
+    // make the compiler load the secret again).
+    void set_next(FreeObject* n, uintptr_t mask)
+    {
+      next.store(reinterpret_cast<uintptr_t>(n) ^ mask, std::memory_order_relaxed);
     }
 
     // The checks build's free mark: set by a free and while the allocator
@@ -66,19 +74,25 @@ namespace snmalloc
       return *reinterpret_cast<std::atomic<uintptr_t>*>(reinterpret_cast<char*>(this) + sizeof(next));
     }
 
-    uintptr_t mark_value() const
+    // Given link_mask(this), in each of these.
+    void mark_free(uintptr_t mask)
     {
-      return ~link_mask(this);
+      mark_word().store(~mask, std::memory_order_relaxed);
+    }
+
+    bool marked_free(uintptr_t mask)
+    {
+      return mark_word().load(std::memory_order_relaxed) == ~mask;
     }
 
     void mark_free()
     {
-      mark_word().store(mark_value(), std::memory_order_relaxed);
+      mark_free(link_mask(this));
     }
 
     bool marked_free()
     {
-      return mark_word().load(std::memory_order_relaxed) == mark_value();
+      return marked_free(link_mask(this));
     }
 
     void clear_mark()

@@ -96,7 +96,7 @@ namespace snmalloc
     SlabMeta* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
     if constexpr (config::checks)
     {
-      meta->check_free(p);
+      SlabMeta::check_free(p, meta->base, meta->sizeclass, link_mask(p));
       SlabMeta::poison(p, sizeclass_to_size(meta->sizeclass));
     }
     else if (!meta->is_object_start(p))
@@ -163,9 +163,16 @@ namespace snmalloc
       FreeObject* p = local.fast[sc];
       if (SNMALLOC_LIKELY(p != nullptr))
       {
-        local.fast[sc] = p->next_object();
+        FreeObject* next = p->next_object();
+        local.fast[sc] = next;
         if constexpr (config::checks)
+        {
           p->clear_mark();
+          // The checks build has no wake-time walk of a slab's list, which
+          // brought the default build's objects into the cache before they
+          // were popped: start loading the class's next one now.
+          __builtin_prefetch(next, 1);
+        }
         if constexpr (zero)
           Pal::fill(static_cast<void*>(p), 0, size);
         return p;

@@ -155,18 +155,22 @@ namespace snmalloc
     // checked and poisoned already, as the objects of messages are).
     SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
     {
-      if (SNMALLOC_UNLIKELY(meta->push(p, config::checks ? meta->index_of(p) : 0)))
+      if (SNMALLOC_UNLIKELY(meta->push(p, config::checks ? meta->index_of(p) : 0, link_mask(p))))
         slab_needs_attention(meta);
     }
 
     // The checks build's free fast path, of an object of one of this
     // allocator's slabs: checked, pushed, then poisoned (see
     // SlabMeta::check_free), before the slab may be released.  Nothing but
-    // tail calls: the fast path saves no registers.
+    // tail calls: the fast path saves one register (five before the fill
+    // was a tail call).  The slab's base and class are the owner's copies,
+    // on the descriptor's line this free writes anyway.
     SNMALLOC_FAST_PATH void dealloc_local_checked(void* p, SlabMeta* meta)
     {
-      size_t size = sizeclass_to_size(meta->sizeclass);
-      if (SNMALLOC_UNLIKELY(meta->push(p, meta->check_free(p))))
+      size_t size = sizeclass_to_size(meta->owner_sizeclass);
+      uintptr_t mask = link_mask(p);
+      size_t index = SlabMeta::check_free(p, meta->owner_base, meta->owner_sizeclass, mask);
+      if (SNMALLOC_UNLIKELY(meta->push(p, index, mask)))
         return poisoned_slab_needs_attention(p, size, meta);
       SlabMeta::poison(p, size);
     }

@@ -32,36 +32,41 @@ namespace snmalloc
     uint64_t bits_[MAX_CAPACITY / 64] = {};
 
   public:
-    // Mark the slab's `capacity` objects as off the list (only the words
-    // they use: one for classes of 256 bytes and more).
-    void clear(size_t capacity)
+    // Mark objects `from` to `capacity` - 1 as on the list and the slab's
+    // others as off, a word at a time, only the words the slab uses (one
+    // for classes of 256 bytes and more).  (As a loop clearing words, which
+    // the compiler made a call of memset, the checks shim's own, then one
+    // setting bits: 50 instructions a refill on larson.)
+    void set_only(size_t from, size_t capacity)
     {
       for (size_t i = 0; i < (capacity + 63) / 64; i++)
-        bits_[i] = 0;
-    }
-
-    // Mark objects `from` to `to` - 1 as on the list.
-    void set_range(size_t from, size_t to)
-    {
-      for (size_t i = from; i < to; i++)
-        bits_[i / 64] |= uint64_t(1) << (i % 64);
+      {
+        size_t first = i * 64;
+        uint64_t word = 0;
+        if (from <= first)
+          word = ~uint64_t(0);
+        else if (from < first + 64)
+          word = ~uint64_t(0) << (from - first);
+        bits_[i] = word;
+      }
     }
 
     // Mark object `index` as on the list; false if it already was.
     bool add(size_t index)
     {
+      uint64_t& word = bits_[index / 64];
       uint64_t bit = uint64_t(1) << (index % 64);
-      bool was = (bits_[index / 64] & bit) != 0;
-      bits_[index / 64] |= bit;
-      return !was;
+      if ((word & bit) != 0)
+        return false;
+      word |= bit;
+      return true;
     }
   };
 
   // The default build's: keeps nothing, costs nothing.
   struct NoFreeBits
   {
-    void clear(size_t) {}
-    void set_range(size_t, size_t) {}
+    void set_only(size_t, size_t) {}
     bool add(size_t)
     {
       return true;
@@ -79,6 +84,18 @@ namespace snmalloc
     bool sleeping = false;
     // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
     uint32_t counted_out = 0;
+    // Copies of `base` and `sizeclass` below, for the checks build's free
+    // fast path (check_free): with these and the bitmap on this line, a
+    // local free reads one line of the descriptor, as the default build's
+    // does (perf, larson: a fifth of the checks free's samples were on the
+    // load of the line below).  The default build does not read them.
+    uintptr_t owner_base = 0;
+    sizeclass_t owner_sizeclass = 0;
+    // The checks build's bitmap, written on every local free: on the
+    // owner's line, its first three words (objects of classes of 128 bytes
+    // and more), not on the line below, which other threads' frees read
+    // (there, the owner's writes took that line from them and back).
+    [[no_unique_address]] FreeBits on_free_list;
     SlabMeta* prev = nullptr; // on the owner's available list while awake
     SlabMeta* next = nullptr;
     // Fixed while the slab lives, and read by other threads on every remote
@@ -93,7 +110,6 @@ namespace snmalloc
     // unsigned compare (holds_size).
     size_t size_floor = 0;
     size_t size_span = 0;
-    [[no_unique_address]] FreeBits on_free_list;
 
     // Is `size` one whose class is this slab's?  (False for 0.)
     SNMALLOC_FAST_PATH bool holds_size(size_t size) const
@@ -184,19 +200,22 @@ namespace snmalloc
     // the end of the free fast path is a tail call (no registers to save).
     // Inline on the free fast path: as two calls with the object-start
     // check in each, the checks cost 79 instructions a free in perf-larson
-    // (callgrind), this and check_not_listed 25.
-    SNMALLOC_FAST_PATH size_t check_free(void* p) const
+    // (callgrind), this and check_not_listed 25.  `base` and `sc` are the
+    // slab's: the owner passes its copies (owner_base, owner_sizeclass),
+    // other threads the fixed fields.  p is in the slab's chunks (its
+    // pagemap entry names the slab): an index past the last object is a
+    // pointer into the slack at the slab's end.  `mask` is link_mask(p).
+    SNMALLOC_FAST_PATH static size_t
+    check_free(void* p, uintptr_t base, sizeclass_t sc, uintptr_t mask)
     {
-      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
-      size_t index = index_in_slab(offset, sizeclass);
-      if (SNMALLOC_UNLIKELY(
-            offset >= slab_size() || offset != index * sizeclass_to_size(sizeclass)))
+      SlabPosition at = position_in_slab(reinterpret_cast<uintptr_t>(p) - base, sc);
+      if (SNMALLOC_UNLIKELY(!at.at_start || at.index >= sizeclasses.capacity[sc]))
         report_bad_free(BadFree::Interior, p);
       FreeObject* f = FreeObject::from(p);
-      if (SNMALLOC_UNLIKELY(f->marked_free()))
+      if (SNMALLOC_UNLIKELY(f->marked_free(mask)))
         report_bad_free(BadFree::DoubleFree, p);
-      f->mark_free();
-      return index;
+      f->mark_free(mask);
+      return at.index;
     }
 
     // The checks build, on every push onto the list, of the object start
@@ -212,11 +231,11 @@ namespace snmalloc
     static constexpr int POISON = 0xdf;
     static constexpr size_t POISON_FROM = 2 * sizeof(uintptr_t); // link, mark
     // Objects up to this size are poisoned inline, with at most three
-    // 16-byte stores; larger ones through Pal::fill (glibc's memset, not
-    // the checked one, which stops at writes to freed objects,
-    // override/checked_copies.h), which a loop of 16-byte stores does not
-    // beat (callgrind, perf-larson: 4% more instructions with one inline up
-    // to 512 bytes).
+    // 16-byte stores; larger ones through Pal::fill_wide (32-byte stores
+    // where the CPU has AVX2, else glibc's memset; not the checked memset,
+    // which stops at writes to freed objects, override/checked_copies.h).
+    // An inline loop of 16-byte stores took 4% more instructions than
+    // glibc's memset on perf-larson (callgrind, up to 512 bytes).
     static constexpr size_t POISON_INLINE_MAX = 64;
 
     // Poison the object p of `size` bytes (a sizeclass size: a multiple of
@@ -227,7 +246,7 @@ namespace snmalloc
       char* at = static_cast<char*>(p) + POISON_FROM;
       if (size > POISON_INLINE_MAX)
       {
-        Pal::fill(at, POISON, size - POISON_FROM);
+        Pal::fill_wide(at, POISON, size - POISON_FROM);
         return;
       }
       using Bytes16 = unsigned char __attribute__((vector_size(16)));
@@ -246,16 +265,15 @@ namespace snmalloc
 
     void init(void* slab_base, sizeclass_t sc)
     {
-      base = reinterpret_cast<uintptr_t>(slab_base);
-      sizeclass = sc;
+      base = owner_base = reinterpret_cast<uintptr_t>(slab_base);
+      sizeclass = owner_sizeclass = sc;
       size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
       size_span = sizeclass_to_size(sc) - size_floor;
       free = nullptr;
       untouched = sizeclasses.capacity[sc];
       sleeping = false;
       needed = 0; // all free: no object is out
-      on_free_list.clear(untouched);
-      on_free_list.set_range(0, untouched);
+      on_free_list.set_only(0, untouched);
     }
 
     // Take every free object, the next untouched ones linked in first, in
@@ -275,8 +293,7 @@ namespace snmalloc
       // the first refill instead put the slab to sleep at once, so each
       // object a sample point gave back stayed unused until three more
       // came: 5 MB of 4 KiB objects in http-endpoint's heap of 117 MB.)
-      on_free_list.clear(capacity);
-      on_free_list.set_range(capacity - untouched, capacity);
+      on_free_list.set_only(capacity - untouched, capacity);
       if (untouched != 0)
       {
         needed = capacity - untouched; // awake: every touched object is out
@@ -310,14 +327,15 @@ namespace snmalloc
     // bitmap catches that and every other push of an object on the list.
     // `p` is an object start of this slab, object `index` (which only the
     // checks build reads): every caller has checked.
-    SNMALLOC_FAST_PATH bool push(void* p, size_t index)
+    // `mask` is link_mask(p) (0 in the default build).
+    SNMALLOC_FAST_PATH bool push(void* p, size_t index, uintptr_t mask)
     {
       FreeObject* f = FreeObject::from(p);
       if constexpr (config::checks)
         check_not_listed(p, index);
       else if (SNMALLOC_UNLIKELY(f == free))
         report_bad_free(BadFree::DoubleFree, p);
-      f->set_next(free);
+      f->set_next(free, mask);
       free = f;
       return --needed == 0;
     }

@@ -4,6 +4,7 @@
 
 #include "../ds_core/ds_core.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -62,6 +63,79 @@ namespace snmalloc
     inline void* (*volatile memset)(void*, int, size_t, size_t) noexcept = &__memset_chk;
   } // namespace glibc
 
+  // Fills of 64 bytes or more whose every call matters: the checks build
+  // poisons each freed object over 64 bytes.  glibc's memset took 40
+  // instructions a call on larson's 80-512 byte objects (callgrind), for
+  // 8 stores on average; where the CPU has AVX2 (the build targets
+  // baseline x86-64), a loop of 32-byte stores with the last 128 bytes
+  // stored overlapping takes a third of that.  Chosen at the first call.
+  namespace wide_fill
+  {
+    using Fill = void (*)(void*, int, size_t) noexcept;
+
+    inline void fill_glibc(void* dst, int c, size_t n) noexcept
+    {
+      glibc::memset(dst, c, n, n);
+    }
+
+#if defined(__x86_64__)
+    // Beyond this, glibc's `rep stosb` is the faster.
+    constexpr size_t AVX2_MAX = 2048;
+
+    __attribute__((target("avx2"))) inline void fill_avx2(void* dst, int c, size_t n) noexcept
+    {
+      if (n > AVX2_MAX)
+        return fill_glibc(dst, c, n);
+      using Bytes32 = unsigned char __attribute__((vector_size(32)));
+      const Bytes32 v = Bytes32{} + static_cast<unsigned char>(c);
+      char* at = static_cast<char*>(dst);
+      char* end = at + n;
+      if (n > 128)
+      {
+        for (; at < end - 128; at += 128)
+        {
+          __builtin_memcpy(at, &v, 32);
+          __builtin_memcpy(at + 32, &v, 32);
+          __builtin_memcpy(at + 64, &v, 32);
+          __builtin_memcpy(at + 96, &v, 32);
+        }
+        at = end - 128;
+        __builtin_memcpy(at, &v, 32);
+        __builtin_memcpy(at + 32, &v, 32);
+      }
+      __builtin_memcpy(end - 64, &v, 32);
+      __builtin_memcpy(end - 32, &v, 32);
+      if (n <= 128)
+      {
+        __builtin_memcpy(at, &v, 32);
+        __builtin_memcpy(at + 32, &v, 32);
+      }
+    }
+
+    inline Fill choose() noexcept
+    {
+      __builtin_cpu_init(); // may run before the constructors that would
+      return __builtin_cpu_supports("avx2") ? &fill_avx2 : &fill_glibc;
+    }
+#else
+    inline Fill choose() noexcept
+    {
+      return &fill_glibc;
+    }
+#endif
+
+    inline void fill_first(void* dst, int c, size_t n) noexcept;
+    // Relaxed: every thread that reads it stores what any other would.
+    inline std::atomic<Fill> fill{&fill_first};
+
+    inline void fill_first(void* dst, int c, size_t n) noexcept
+    {
+      Fill f = choose();
+      fill.store(f, std::memory_order_relaxed);
+      f(dst, c, n);
+    }
+  } // namespace wide_fill
+
   struct PalLinux
   {
     // The allocator's own copies and fills of heap objects.  The checks
@@ -83,6 +157,12 @@ namespace snmalloc
         glibc::memset(dst, c, n, n);
       else
         std::memset(dst, c, n);
+    }
+
+    // n >= 64: see wide_fill.
+    SNMALLOC_FAST_PATH static void fill_wide(void* dst, int c, size_t n) noexcept
+    {
+      wide_fill::fill.load(std::memory_order_relaxed)(dst, c, n);
     }
 
     static constexpr size_t PAGE_SIZE = 4096;

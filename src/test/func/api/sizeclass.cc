@@ -111,3 +111,26 @@ TEST_CASE("sizeclass-natural-alignment")
       snmalloc::dealloc(p);
   }
 }
+
+// The free's check of an object start (SlabMeta::check_free) takes index
+// and start from one multiply by the class's reciprocal: both must agree
+// with a division at every offset of every class's slab.
+TEST_CASE("sizeclass-position-in-slab-is-division")
+{
+  size_t failures = 0;
+  for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+  {
+    size_t size = snmalloc::sizeclass_to_size(sc);
+    size_t slab = size_t(1) << snmalloc::sizeclasses.slab_bits[sc];
+    for (size_t offset = 0; offset < slab && failures < 10; offset++)
+    {
+      snmalloc::SlabPosition at = snmalloc::position_in_slab(offset, sc);
+      if (at.index != offset / size || at.at_start != (offset % size == 0))
+      {
+        failures++;
+        FAIL_CHECK("class " << sc << " offset " << offset << ": index " << at.index << " start " << at.at_start);
+      }
+    }
+  }
+  CHECK(failures == 0);
+}
