@@ -15,10 +15,11 @@ namespace snmalloc
   // alloc_refill returned nullptr: with profiling, a sample point may be
   // due.  Out of line, from what alloc_slow keeps anyway (`local`'s core is
   // `core`; the class follows from the size), so that the common refill
-  // keeps nothing live for this case.
+  // keeps nothing live for this case.  Its frame address (which gives it a
+  // frame pointer) is where a sample's stack walk starts.
   SNMALLOC_SLOW_PATH inline void* alloc_sample_due(Local& local, size_t size, size_t align, void* return_address)
   {
-    Profiler::entered_slow_path(return_address);
+    Profiler::entered_sample_path(return_address, __builtin_frame_address(0));
     sizeclass_t sc = size_to_sizeclass(size);
     return local.core->alloc_sample_due(local.fast[sc], sc, size, align);
   }

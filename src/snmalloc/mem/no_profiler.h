@@ -14,6 +14,9 @@
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
+//   entered_sample_path(return_address, frame)
+//                                        alloc_sample_due: the same, and the
+//                                        hook's frame, where a walk may start
 //   CoreState::grew_in_place(..)         realloc grew a large run in place:
 //                                        count the bytes, maybe sample it
 //   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
@@ -40,6 +43,7 @@ namespace snmalloc
     };
 
     static void entered_slow_path(void*) {}
+    static void entered_sample_path(void*, void*) {}
     static void prefork() {}
     static void postfork() {}
 

@@ -331,6 +331,16 @@ namespace snmalloc::profile
     static void entered_slow_path(void* return_address)
     {
       slow_path_return_address = reinterpret_cast<uintptr_t>(return_address);
+      sample_walk_start = {};
+    }
+
+    // The same, from the small-sample hook, whose frame (its frame pointer:
+    // it must keep one) is where a sample's walk may start.
+    static void entered_sample_path(void* return_address, void* hook_frame)
+    {
+      slow_path_return_address = reinterpret_cast<uintptr_t>(return_address);
+      auto* frame = static_cast<uintptr_t*>(hook_frame);
+      sample_walk_start = {reinterpret_cast<uintptr_t>(frame), frame[1]};
     }
 
     // Out of line: slow paths, and inlined into a caller's `delete` GCC

@@ -32,6 +32,23 @@ namespace snmalloc::profile
   // themselves are kept and hidden by the profile's drop_frames.
   inline thread_local uintptr_t slow_path_return_address = 0;
 
+  // Where a small sample's walk starts: the frame of the allocator's
+  // sampling hook (global/api.h, alloc_sample_due), which keeps a frame
+  // pointer for it, so the frames of the profiler and of the allocator
+  // below it (five of them) are not walked: on perf-xthread-mix about 200
+  // instructions of a sample's 2,000 (issue 9, seventh pass).  Set by
+  // entered_sample_path, taken by the next capture, and cleared by every
+  // other way to a sample (entered_slow_path), so that it never outlives
+  // its frame.  `frame` is rbp there: the saved rbp at it, the return
+  // address into alloc_slow above it.
+  struct WalkStart
+  {
+    uintptr_t frame = 0;
+    uintptr_t return_address = 0;
+  };
+
+  inline thread_local WalkStart sample_walk_start;
+
   // If that address is not found (a frame the unwinder could not see), cut
   // this many: capture_stack, take_sample, the sampling hook, the
   // CoreAlloc slow path, alloc_slow.
@@ -129,8 +146,11 @@ namespace snmalloc::profile
   // Frame rules by address, direct-mapped and shared by all threads: one
   // 64-bit word an entry, the address's bits above the index's (user space:
   // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
-  // entry, never half of two.  Rules that do not fit (a frame of 2 MiB) are
-  // read from the tables every time.  32 KiB of zeroes until a sample.
+  // entry, never half of two.  The packing is laid out for the walk, which
+  // steps by an entry's bits without unpacking them (a step was 53
+  // instructions with the rule unpacked, issue 9, seventh pass).  Rules that
+  // do not fit (a frame of 2 MiB) are read from the tables every time.
+  // 32 KiB of zeroes until a sample.
   class FrameRuleCache
   {
     static constexpr unsigned INDEX_BITS = 12;
@@ -154,34 +174,24 @@ namespace snmalloc::profile
       return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
     }
 
-    // Bit 0: an entry; 1-2: kind; 3: CFA from rbp; 4: rbp saved; 5-10:
-    // rbp's slot in words below the CFA; 11-28: the CFA's offset in words.
     static bool pack(const FrameRule& rule, uint64_t& bits)
     {
-      bits = 1 | uint64_t(rule.kind) << 1;
       if (rule.kind != FrameRule::Kind::Step)
+      {
+        bits = uint64_t(rule.kind) << 1; // not 0: Step is the only kind 0
         return true;
+      }
       if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
         return false;
-      bits |= uint64_t(rule.cfa_from_rbp) << 3 | uint64_t(rule.cfa_offset / 8) << 11;
+      bits = Step::STEP | (rule.cfa_from_rbp ? Step::FROM_RBP : 0) |
+        uint64_t(rule.cfa_offset / 8) << Step::CFA_SHIFT;
       if (rule.rbp_saved)
       {
         if (rule.rbp_offset % 8 != 0 || rule.rbp_offset > -8 || rule.rbp_offset / 8 <= -64)
           return false;
-        bits |= uint64_t(1) << 4 | uint64_t(-rule.rbp_offset / 8) << 5;
+        bits |= Step::RBP_SAVED | uint64_t(-rule.rbp_offset);
       }
       return true;
-    }
-
-    static FrameRule unpack(uint64_t bits)
-    {
-      FrameRule rule;
-      rule.kind = FrameRule::Kind((bits >> 1) & 3);
-      rule.cfa_from_rbp = ((bits >> 3) & 1) != 0;
-      rule.rbp_saved = ((bits >> 4) & 1) != 0;
-      rule.rbp_offset = -int32_t((bits >> 5) & 63) * 8;
-      rule.cfa_offset = int32_t((bits >> 11) & ((1 << 18) - 1)) * 8;
-      return rule;
     }
 
     static int count_unloads(dl_phdr_info* info, size_t, void* out)
@@ -190,7 +200,54 @@ namespace snmalloc::profile
       return 1; // the first object says it
     }
 
+    // An address not in the cache: its rule, from the tables, cached if it
+    // fits.
+    SNMALLOC_SLOW_PATH FrameRule rule_at_slow(uintptr_t address)
+    {
+      FrameRule rule = frame_rule_at(address);
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t bits;
+      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
+        entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
+      return rule;
+    }
+
   public:
+    // A cached step: the bits of an entry whose STEP bit is set, read in
+    // place.  Bit 0: a step; 1: the CFA from rbp, not rsp; 2: rbp saved;
+    // 3-8: its slot below the CFA, in bytes (a multiple of 8, below 512);
+    // 11-28: the CFA's offset from that register, in words.  Terminal kinds
+    // are kept as their kind in bits 1-2 with bit 0 clear.
+    struct Step
+    {
+      static constexpr uint64_t STEP = 1;
+      static constexpr uint64_t FROM_RBP = 2;
+      static constexpr uint64_t RBP_SAVED = 4;
+      static constexpr uint64_t RBP_SLOT = 0x1f8;
+      static constexpr unsigned CFA_SHIFT = 11;
+      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 18) - 1;
+
+      uint64_t bits;
+
+      bool cfa_from_rbp() const
+      {
+        return (bits & FROM_RBP) != 0;
+      }
+      uintptr_t cfa_offset() const
+      {
+        return uintptr_t(bits >> (CFA_SHIFT - 3)) & (CFA_WORDS << 3);
+      }
+      bool rbp_saved() const
+      {
+        return (bits & RBP_SAVED) != 0;
+      }
+      // rbp's slot is at CFA - this.
+      uintptr_t rbp_below_cfa() const
+      {
+        return uintptr_t(bits & RBP_SLOT);
+      }
+    };
+
     // Forget every rule if a library was unloaded since they were made.
     // While another thread reads the count, this one trusts it: that thread
     // may be waiting for the loader's lock held by a dlopen that allocates.
@@ -219,22 +276,77 @@ namespace snmalloc::profile
       reading_.unlock();
     }
 
-    FrameRule rule_at(uintptr_t address)
+    // The cached step at `address`, true; or false and its rule in `rule`
+    // (any kind, from the cache or the tables).
+    SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)
     {
-      std::atomic<uint64_t>& entry = entries_[index(address)];
       uint64_t high = uint64_t(address) >> INDEX_BITS;
-      uint64_t word = entry.load(std::memory_order_relaxed);
-      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & 1) != 0))
-        return unpack(word);
-      FrameRule rule = frame_rule_at(address);
-      uint64_t bits;
-      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
-        entry.store(high << RULE_BITS | bits, std::memory_order_relaxed);
-      return rule;
+      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
+      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & Step::STEP) != 0))
+      {
+        step.bits = word;
+        return true;
+      }
+      if ((word >> RULE_BITS) == high && (word & 7) != 0)
+        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
+      else
+        rule = rule_at_slow(address);
+      return false;
     }
   };
 
   inline FrameRuleCache frame_rule_cache;
+
+#if defined(__x86_64__)
+  // Return addresses of the frames from the one whose code is at `address`
+  // (an instruction; for a caller, inside its call) with stack pointer
+  // `sp` and rbp `bp`, outwards; SIZE_MAX if a frame needs the toolchain's
+  // unwinder.
+  SNMALLOC_FAST_PATH size_t
+  step_frames(uintptr_t address, uintptr_t sp, uintptr_t bp, uintptr_t* out, size_t max)
+  {
+    size_t n = 0;
+    while (n < max)
+    {
+      // One frame: its CFA (the caller's rsp) from rsp or rbp, the return
+      // address just below it, rbp restored if the frame saved it.
+      bool from_rbp, rbp_saved;
+      uintptr_t cfa_offset, rbp_below_cfa;
+      FrameRuleCache::Step step;
+      FrameRule rule;
+      if (SNMALLOC_LIKELY(frame_rule_cache.step_at(address, step, rule)))
+      {
+        from_rbp = step.cfa_from_rbp();
+        cfa_offset = step.cfa_offset();
+        rbp_saved = step.rbp_saved();
+        rbp_below_cfa = step.rbp_below_cfa();
+      }
+      else
+      {
+        if (rule.kind == FrameRule::Kind::Unsupported)
+          return SIZE_MAX;
+        if (rule.kind != FrameRule::Kind::Step)
+          break;
+        from_rbp = rule.cfa_from_rbp;
+        cfa_offset = uintptr_t(intptr_t(rule.cfa_offset));
+        rbp_saved = rule.rbp_saved;
+        rbp_below_cfa = uintptr_t(-intptr_t(rule.rbp_offset));
+      }
+      uintptr_t cfa = (from_rbp ? bp : sp) + cfa_offset;
+      if (cfa <= sp) // callers' frames lie above: a wrong table, stop
+        break;
+      uintptr_t return_address = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      if (rbp_saved)
+        bp = *reinterpret_cast<const uintptr_t*>(cfa - rbp_below_cfa);
+      sp = cfa;
+      if (return_address == 0)
+        break;
+      out[n++] = return_address;
+      address = return_address - 1; // inside the call instruction
+    }
+    return n;
+  }
+#endif
 
   // Return addresses from this function's own (an address in its caller)
   // outwards; SIZE_MAX if a frame needs the toolchain's unwinder.
@@ -246,34 +358,38 @@ namespace snmalloc::profile
     // output may be given it.
     asm volatile("movq %%rbp, %2\n\tmovq %%rsp, %1\n\tleaq 0(%%rip), %0"
                  : "=&r"(ip), "=&r"(sp), "=&r"(bp));
-    uintptr_t address = ip; // an instruction of this function, not a call
-    size_t n = 0;
-    while (n < max)
-    {
-      FrameRule rule = frame_rule_cache.rule_at(address);
-      if (rule.kind == FrameRule::Kind::Unsupported)
-        return SIZE_MAX;
-      if (rule.kind != FrameRule::Kind::Step)
-        break;
-      uintptr_t cfa = (rule.cfa_from_rbp ? bp : sp) + uintptr_t(intptr_t(rule.cfa_offset));
-      if (cfa <= sp) // callers' frames lie above: a wrong table, stop
-        break;
-      uintptr_t return_address = *reinterpret_cast<const uintptr_t*>(cfa - 8);
-      if (rule.rbp_saved)
-        bp = *reinterpret_cast<const uintptr_t*>(cfa + uintptr_t(intptr_t(rule.rbp_offset)));
-      sp = cfa;
-      if (return_address == 0)
-        break;
-      out[n++] = return_address;
-      address = return_address - 1; // inside the call instruction
-    }
-    return n;
+    // ip: an instruction of this function, not a call
+    return step_frames(ip, sp, bp, out, max);
 #else
     // The rules are x86-64's (frame_rules.h): elsewhere the toolchain's
     // unwinder walks every stack.
     (void)out;
     (void)max;
     return SIZE_MAX;
+#endif
+  }
+
+  // Return addresses from the caller of `start`'s frame outwards, as
+  // walk_stack would find them there; 0 if that frame is not live on this
+  // stack (below this one's, or its return address changed), SIZE_MAX if a
+  // frame needs the toolchain's unwinder.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack_from(WalkStart start, uintptr_t* out, size_t max)
+  {
+#if defined(__x86_64__)
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (start.frame <= here)
+      return 0;
+    const auto* frame = reinterpret_cast<const uintptr_t*>(start.frame);
+    if (frame[1] != start.return_address)
+      return 0;
+    // The hook's frame stepped by its frame pointer: the CFA above the
+    // return address, rbp saved at the frame.
+    return step_frames(start.return_address - 1, start.frame + 16, frame[0], out, max);
+#else
+    (void)start;
+    (void)out;
+    (void)max;
+    return 0;
 #endif
   }
 
@@ -324,10 +440,21 @@ namespace snmalloc::profile
     uintptr_t raw[MAX_DEPTH + CUT];
     size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
     frame_rule_cache.check_unloads();
-    size_t n = walk_stack(raw, want);
+    WalkStart start = sample_walk_start;
+    sample_walk_start = {};
+    // Started at the hook, the walk's first address is alloc_slow's return.
+    size_t first = 0;
+    size_t n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;
+    if (n == 0)
+    {
+      n = walk_stack(raw, want);
+      first = ALLOCATOR_FRAMES;
+    }
     if (n == SIZE_MAX)
+    {
       n = walk_stack_fully(raw, want);
-    size_t first = ALLOCATOR_FRAMES;
+      first = ALLOCATOR_FRAMES;
+    }
     for (size_t i = 0; i < n && i < CUT; i++)
     {
       if (raw[i] == slow_path_return_address)

@@ -4,8 +4,10 @@
 // frame pointers, a signal handler, deep recursion): the walk with cached
 // rules gives exactly the addresses of the toolchain's unwinder, and both
 // contain each level's own return address (__builtin_return_address(0),
-// which needs no unwinding) in order.  Built with and without frame
-// pointers (func-profile-unwind, func-profile-unwind-nofp).
+// which needs no unwinding) in order.  The walk from a hook's frame
+// (walk_stack_from, how a small sample's walk starts) gives the same
+// callers.  Built with and without frame pointers (func-profile-unwind,
+// func-profile-unwind-nofp).
 #include <snmalloc/snmalloc.h>
 
 #include <alloca.h>
@@ -16,7 +18,9 @@
 #include <vector>
 
 using snmalloc::profile::walk_stack;
+using snmalloc::profile::walk_stack_from;
 using snmalloc::profile::walk_stack_fully;
+using snmalloc::profile::WalkStart;
 
 namespace
 {
@@ -26,9 +30,18 @@ namespace
   struct Check
   {
     std::string shape;
-    std::vector<uintptr_t> walked, full, expected;
+    std::vector<uintptr_t> walked, walked_from, full, expected;
     bool fell_back = false;
+    bool from_fell_back = false;
   };
+
+  // The start a hook makes of its own frame (its frame address keeps it a
+  // frame pointer), as Profiler::entered_sample_path does.
+  WalkStart start_at(void* frame_address)
+  {
+    auto* frame = static_cast<uintptr_t*>(frame_address);
+    return {reinterpret_cast<uintptr_t>(frame), frame[1]};
+  }
 
   std::vector<Check>* checks = nullptr;
   std::vector<uintptr_t> levels; // return addresses of the levels, innermost first
@@ -37,14 +50,18 @@ namespace
   // its return address, both the same for the two calls' sites only from 2.
   __attribute__((noinline)) void capture_here(const char* shape)
   {
-    uintptr_t a[MAX], b[MAX];
+    uintptr_t a[MAX], b[MAX], f[MAX];
     size_t na = walk_stack(a, MAX);
     size_t nb = walk_stack_fully(b, MAX);
+    size_t nf = walk_stack_from(start_at(__builtin_frame_address(0)), f, MAX);
     Check c;
     c.shape = shape;
     c.fell_back = na == SIZE_MAX;
     if (!c.fell_back)
       c.walked.assign(a, a + na);
+    c.from_fell_back = nf == SIZE_MAX;
+    if (!c.from_fell_back)
+      c.walked_from.assign(f, f + nf);
     c.full.assign(b, b + nb);
     c.expected = levels;
     c.expected.insert(c.expected.begin(), uintptr_t(__builtin_return_address(0)));
@@ -200,6 +217,13 @@ TEST_CASE("the cached stack walk gives the toolchain unwinder's stacks on every 
         CHECK(c.walked[i] == c.full[i]);
       }
     }
+    // From capture_here's frame: its caller's return address on.
+    CHECK(c.from_fell_back == c.fell_back);
+    if (!c.from_fell_back)
+    {
+      std::vector<uintptr_t> callers(c.full.begin() + 2, c.full.end());
+      CHECK(c.walked_from == callers);
+    }
     // Every level's own return address, in order, after the entry in
     // capture_here.
     std::vector<uintptr_t> outer(c.full.begin() + 1, c.full.end());
@@ -223,4 +247,39 @@ TEST_CASE("a stack deeper than the buffer is cut at the buffer")
   };
   uintptr_t a[MAX];
   CHECK(Deep::down(200, a) == MAX);
+}
+
+namespace
+{
+  __attribute__((noinline)) WalkStart start_of_a_frame_that_returns()
+  {
+    WalkStart start = start_at(__builtin_frame_address(0));
+    sink = sink + 1;
+    return start;
+  }
+
+  __attribute__((noinline)) size_t walk_from_below(WalkStart start, uintptr_t* out)
+  {
+    return walk_stack_from(start, out, MAX);
+  }
+
+  __attribute__((noinline)) size_t deeper_then_walk_from(WalkStart start, uintptr_t* out, int n)
+  {
+    if (n == 0)
+      return walk_from_below(start, out);
+    size_t r = deeper_then_walk_from(start, out, n - 1);
+    sink = sink + 1;
+    return r;
+  }
+}
+
+TEST_CASE("a start in a frame that has returned is not walked")
+{
+  uintptr_t out[MAX];
+  WalkStart start = start_of_a_frame_that_returns();
+  // The calls made since from here put their own return addresses where
+  // its return address was, or their frames above it.
+  CHECK(walk_from_below(start, out) == 0);
+  CHECK(deeper_then_walk_from(start, out, 8) == 0);
+  CHECK(walk_stack_from(WalkStart{}, out, MAX) == 0);
 }
