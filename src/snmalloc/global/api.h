@@ -273,7 +273,7 @@ namespace snmalloc
       case ChunkKind::Large:
         return large_run::bytes_of_tag(owner);
       case ChunkKind::Sampled:
-        return Profiler::usable_size(p);
+        return Profiler::sampled_object(p).size;
       default:
         return 0;
     }

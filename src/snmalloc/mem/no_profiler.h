@@ -19,7 +19,8 @@
 //                                        hook's frame, where a walk may start
 //   CoreState::grew_in_place(..)         realloc grew a large run in place:
 //                                        count the bytes, maybe sample it
-//   dealloc_sampled(p), usable_size(p)   free / size of a profile-pool object
+//   dealloc_sampled(p)                   free of a profile-pool object
+//   sampled_object(p)                    the profile-pool object holding p
 //   own_bytes()                          statistics: the profiler's own memory
 //   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
@@ -29,6 +30,14 @@
 
 namespace snmalloc
 {
+  // An object as malloc_usable_size and the checks build's bounds see it:
+  // where it starts and the bytes it gives (size 0: no such object).
+  struct ObjectExtent
+  {
+    uintptr_t start = 0;
+    size_t size = 0;
+  };
+
   struct NoProfiler
   {
     static constexpr bool enabled = false;
@@ -52,9 +61,9 @@ namespace snmalloc
       report_fatal("free: profile-pool pointer in a build without profiling");
     }
 
-    static size_t usable_size(const void*)
+    static ObjectExtent sampled_object(const void*)
     {
-      return 0;
+      return {};
     }
 
     static bool starts_sample(const void*)

@@ -3,10 +3,11 @@
 // strcpy, stpcpy, strncpy, strcat and strncat.  Each looks its destination
 // up in the pagemap and, when it is a heap object, checks that the bytes it
 // writes lie inside that object and that the object is not free; sources of
-// heap objects are checked the same way for the bytes read.  Anything else
-// (stack, globals, other mappings, sampled objects, the chunks of a large
-// object after its first) passes through unchecked.  A violation stops the
-// program with one line and abort(), as a bad free does.
+// heap objects are checked the same way for the bytes read, sampled ones
+// too.  Anything else (stack, globals, other mappings, the chunks of a
+// large object after its first, a sampled object once freed) passes
+// through unchecked.  A violation stops the program with one line and
+// abort(), as a bad free does.
 //
 // The copying itself is glibc's (snmalloc::glibc in pal/pal_linux.h): its
 // __memcpy_chk family, which is not interposed.  Included only by
@@ -47,6 +48,11 @@ namespace snmalloc::checked
     if (tag_kind(owner) == ChunkKind::Large)
       return {pagemap.offset_of(p) >> config::CHUNK_BITS << config::CHUNK_BITS | pagemap.base,
               large_run::bytes_of_tag(owner)};
+    if (tag_kind(owner) == ChunkKind::Sampled)
+    {
+      ObjectExtent o = Profiler::sampled_object(p);
+      return {o.start, o.size};
+    }
     return {};
   }
 

@@ -83,7 +83,11 @@ namespace snmalloc::profile
         void* object = static_cast<char*>(block) + lead;
         if (zero)
           std::memset(object, 0, size);
-        return new_record(SampleRecord::below(object), object, uint32_t(lead));
+        SampleRecord* r = new_record(SampleRecord::below(object), object, uint32_t(lead));
+        // The block's first word says where its record is (object_holding);
+        // when the record starts the block, this is the record's own field.
+        *static_cast<uint32_t*>(block) = r->lead;
+        return r;
       }
       void* record = alloc_block(sizeof(SampleRecord));
       if (record == nullptr)
@@ -139,6 +143,39 @@ namespace snmalloc::profile
       if (!is_live_object(p, kind))
         report_bad_free(kind, p);
       return record_of(p);
+    }
+
+    // The live pool object holding p, anywhere in it: its start and the
+    // size it stands in for, as an unsampled object of its class would
+    // report them; {} in a block's lead-in, a freed block or a record's own
+    // block.  A large sampled run is found from its first chunk, as an
+    // unsampled one is.  Reads only p's own block, whatever p is.
+    static ObjectExtent object_holding(const void* p)
+    {
+      const PagemapEntry& e = pagemap.entry_of(p);
+      if (tag_payload(e.get_owner()) != 0)
+      {
+        auto* r = reinterpret_cast<const SampleRecord*>(e.get_meta());
+        return {reinterpret_cast<uintptr_t>(r->object), large_run::bytes_of_tag(e.get_owner())};
+      }
+      auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
+      if (slab == nullptr)
+        return {};
+      size_t index = slab->index_of(p);
+      if (index >= sizeclasses.capacity[slab->sizeclass])
+        return {}; // the slab's slack after its last block
+      size_t block_size = sizeclass_to_size(slab->sizeclass);
+      uintptr_t block = slab->base + index * block_size;
+      // A freed block's first word is a free-list link: whatever lead it
+      // reads as, the record it leads to is not this object's.
+      uint32_t lead = *reinterpret_cast<const uint32_t*>(block);
+      if (lead < sizeof(SampleRecord) || lead >= block_size || lead % config::MIN_ALLOC_SIZE != 0)
+        return {};
+      uintptr_t object = block + lead;
+      const SampleRecord* r = SampleRecord::below(reinterpret_cast<void*>(object));
+      if (reinterpret_cast<uintptr_t>(r->object) != object || reinterpret_cast<uintptr_t>(p) < object)
+        return {};
+      return {object, r->allocated_size};
     }
 
     // Whether p is where a live pool object starts; if not, `kind` says

@@ -368,15 +368,15 @@ namespace snmalloc::profile
       return ProfilePool::is_live_object(p, kind);
     }
 
-    // A large sampled run's own tag says its size, also after it grew in
-    // place on a thread with no allocator (whose profile state could not
-    // count it).
-    SNMALLOC_SLOW_PATH static size_t usable_size(const void* p)
+    // The sampled object holding p, anywhere in it (see
+    // ProfilePool::object_holding).  A large sampled run's own tag says its
+    // size, also after it grew in place on a thread with no allocator
+    // (whose profile state could not count it).
+    SNMALLOC_SLOW_PATH static ObjectExtent sampled_object(const void* p)
     {
       if (const GuardedSlot* slot = guarded_slots.slot_of(reinterpret_cast<uintptr_t>(p)))
-        return slot->size;
-      const SampleRecord* r = ProfilePool::record_of(p);
-      return r->lead == 0 ? large_run::bytes(p) : r->allocated_size;
+        return {slot->object, slot->size};
+      return ProfilePool::object_holding(p);
     }
 
     // Memory the profiler holds for itself: the stack table, the peak

@@ -18,6 +18,15 @@ namespace snmalloc::profile
 
   struct SampleRecord
   {
+    // Bytes from the start of the pool block to the object, the record
+    // being the last bytes of them; 0 when the object is a chunk run of its
+    // own and the record a separate block, found through the pagemap.  It
+    // is the record's first word so that it is also the block's first word
+    // when the record starts the block, and the pool writes it there when
+    // alignment puts the record further in: a pointer anywhere into the
+    // block then finds the record (ProfilePool::object_holding).
+    uint32_t lead;
+    uint32_t stack_id;
     SampleRecord* prev;
     SampleRecord* next;
     SampleList* list;
@@ -26,12 +35,7 @@ namespace snmalloc::profile
     size_t allocated_size; // the size the object stands in for (its class)
     size_t interval; // R when it was sampled
     int64_t time_ns;
-    uint32_t stack_id;
     uint32_t thread_id;
-    // Bytes from the start of the pool block to the object, the record
-    // being the last bytes of them; 0 when the object is a chunk run of its
-    // own and the record a separate block, found through the pagemap.
-    uint32_t lead;
     SampleMode mode; // how it was sampled: with `interval`, its weight
 
     // A freed record points at itself: a second free of its object is told
