@@ -429,6 +429,14 @@ namespace snmalloc
       dealloc_sized_slow<true>(p, size);
   }
 
+  // realloc of p, at which no live object is: the free's own checks say
+  // what p is (a freed sampled object is a double free), and stop.
+  [[noreturn]] SNMALLOC_SLOW_PATH inline void report_no_object(void* p) noexcept
+  {
+    dealloc_slow(p);
+    report_bad_free(BadFree::Invalid, p);
+  }
+
   // realloc semantics: p == nullptr allocates; size == 0 frees and returns
   // nullptr (as glibc does); failure leaves p untouched.
   inline void* reallocate(void* p, size_t size)
@@ -442,7 +450,7 @@ namespace snmalloc
     }
     size_t usable = alloc_size(p);
     if (usable == 0 && !zero_size_slots.holds(p))
-      report_bad_free(BadFree::Invalid, p);
+      report_no_object(p);
     bool large = usable > config::MAX_SMALL_SIZE;
     if (large && !large_run::is_run(p))
       report_bad_free(BadFree::Interior, p);

@@ -13,6 +13,7 @@ namespace snmalloc
     DoubleFree, // already free
     Interior, // inside an object, not at its start
     SizeMismatch, // sized delete with a size of another class
+    HeaderOverwritten, // a sampled object's header (see profile/sample_list.h)
   };
 
   [[noreturn]] SNMALLOC_SLOW_PATH inline void report_bad_free(BadFree kind, const void* p) noexcept
@@ -25,6 +26,8 @@ namespace snmalloc
         report_fatal_at("free(): interior pointer", p);
       case BadFree::SizeMismatch:
         report_fatal_at("free(): size mismatch on sized delete of", p);
+      case BadFree::HeaderOverwritten:
+        report_fatal_at("free(): overwritten heap header below", p);
       case BadFree::Invalid:
         break;
     }

@@ -46,6 +46,31 @@ namespace snmalloc::profile
       core_.dealloc_local(block);
     }
 
+    // The pool block holding p; size 0 in a slab's slack after its last
+    // block, or where no slab is.
+    static ObjectExtent block_of(const PagemapEntry& e, const void* p)
+    {
+      auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
+      if (slab == nullptr)
+        return {};
+      size_t index = slab->index_of(p);
+      if (index >= sizeclasses.capacity[slab->sizeclass])
+        return {};
+      size_t size = sizeclass_to_size(slab->sizeclass);
+      return {slab->base + index * size, size};
+    }
+
+    // Where a live block's object starts, from its first word (see
+    // SampleRecord::lead), or 0 where it cannot be an offset.  A freed
+    // block's first word is a free-list link: whatever offset it reads as
+    // leads to no record naming that object.
+    static size_t lead_of(ObjectExtent block)
+    {
+      uint32_t lead = *reinterpret_cast<const uint32_t*>(block.start);
+      bool possible = lead >= sizeof(SampleRecord) && lead < block.size && lead % config::MIN_ALLOC_SIZE == 0;
+      return possible ? lead : 0;
+    }
+
     static SampleRecord* new_record(void* at, void* object, uint32_t lead)
     {
       auto* r = static_cast<SampleRecord*>(at);
@@ -158,20 +183,11 @@ namespace snmalloc::profile
         auto* r = reinterpret_cast<const SampleRecord*>(e.get_meta());
         return {reinterpret_cast<uintptr_t>(r->object), large_run::bytes_of_tag(e.get_owner())};
       }
-      auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
-      if (slab == nullptr)
+      ObjectExtent block = block_of(e, p);
+      size_t lead = block.size == 0 ? 0 : lead_of(block);
+      if (lead == 0)
         return {};
-      size_t index = slab->index_of(p);
-      if (index >= sizeclasses.capacity[slab->sizeclass])
-        return {}; // the slab's slack after its last block
-      size_t block_size = sizeclass_to_size(slab->sizeclass);
-      uintptr_t block = slab->base + index * block_size;
-      // A freed block's first word is a free-list link: whatever lead it
-      // reads as, the record it leads to is not this object's.
-      uint32_t lead = *reinterpret_cast<const uint32_t*>(block);
-      if (lead < sizeof(SampleRecord) || lead >= block_size || lead % config::MIN_ALLOC_SIZE != 0)
-        return {};
-      uintptr_t object = block + lead;
+      uintptr_t object = block.start + lead;
       const SampleRecord* r = SampleRecord::below(reinterpret_cast<void*>(object));
       if (reinterpret_cast<uintptr_t>(r->object) != object || reinterpret_cast<uintptr_t>(p) < object)
         return {};
@@ -179,7 +195,7 @@ namespace snmalloc::profile
     }
 
     // Whether p is where a live pool object starts; if not, `kind` says
-    // what p is instead.
+    // what p is instead.  Live exactly when object_holding(p) starts at p.
     static bool is_live_object(const void* p, BadFree& kind)
     {
       // Every sampled object is 16-byte aligned, and so is its record: an
@@ -189,23 +205,34 @@ namespace snmalloc::profile
       if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
         return false;
       const PagemapEntry& e = pagemap.entry_of(p);
-      if (tag_payload(e.get_owner()) == 0)
+      if (tag_payload(e.get_owner()) != 0)
+        return record_of(p)->object == p; // a run's record is live while its tag is
+      ObjectExtent block = block_of(e, p);
+      if (block.size == 0)
       {
-        auto* slab = reinterpret_cast<const SlabMeta*>(e.get_meta());
-        if (slab == nullptr)
-        {
-          kind = BadFree::Invalid;
-          return false;
-        }
-        size_t size = sizeclass_to_size(slab->sizeclass);
-        uintptr_t offset = reinterpret_cast<uintptr_t>(p) - slab->base;
-        if (offset % size < sizeof(SampleRecord))
-          return false;
+        kind = BadFree::Invalid;
+        return false;
       }
-      const SampleRecord* r = record_of(p);
-      if (r->object == p)
+      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - block.start;
+      if (offset < sizeof(SampleRecord))
+        return false; // in the lead-in
+      const SampleRecord* r = SampleRecord::below(p);
+      bool named_by_record = r->object == p;
+      bool named_by_lead = lead_of(block) == offset;
+      // Whole, a header also has a sampling interval (never 0) and no more
+      // bytes asked for than given.
+      bool whole = r->requested_size <= r->allocated_size && r->interval != 0;
+      if (named_by_record && named_by_lead && whole)
         return true;
-      kind = r->is_freed() ? BadFree::DoubleFree : BadFree::Interior;
+      // A freed record points at itself (the pool's free-list link
+      // overwrites only the block's first words).  Where the record or
+      // the block's lead says p starts the object but the header is not
+      // whole, it was written over: from below the object, or past the
+      // block before.
+      if (r->is_freed())
+        kind = BadFree::DoubleFree;
+      else if (named_by_record || named_by_lead)
+        kind = BadFree::HeaderOverwritten;
       return false;
     }
 

@@ -31,12 +31,19 @@ namespace snmalloc::profile
     SampleRecord* next;
     SampleList* list;
     void* object;
-    size_t requested_size;
     size_t allocated_size; // the size the object stands in for (its class)
     size_t interval; // R when it was sampled
     int64_t time_ns;
     uint32_t thread_id;
     SampleMode mode; // how it was sampled: with `interval`, its weight
+    // The record's last word, just below a pool object, and never more
+    // than allocated_size: a write below the object (an underflow) changes
+    // it first, and the free that finds it larger stops the program
+    // (ProfilePool::is_live_object), as it does when `lead` at the block's
+    // start was written over.  (A small number there also keeps `delete[]`
+    // of a non-array object, which reads it as the element count, from
+    // running destructors over the whole heap before the free is caught.)
+    size_t requested_size;
 
     // A freed record points at itself: a second free of its object is told
     // from a free of a pointer into some object, whose "record" is bytes of

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <snmalloc/snmalloc.h>
 #include <thread>
+#include <utility>
 
 using namespace hardening_test;
 
@@ -54,6 +55,28 @@ TEST_CASE("sampled object freed twice after other samples came and went", "[bad-
       });
     },
     "double free of");
+}
+
+TEST_CASE("sampled object whose header was written over from below", "[bad-free][sampled]")
+{
+  // One byte, and 32 bytes of either value: the header's last words are
+  // the requested size, the thread, the time and the sampling interval.
+  for (auto [by, byte] : {std::pair{1, 'x'}, std::pair{32, 'x'}, std::pair{32, '\0'}})
+  {
+    CAPTURE(by, int(byte));
+    check_dies_naming(
+      [by = by, byte = byte](auto tell) {
+        sampled([&] {
+          void* p = std::malloc(100);
+          tell(p);
+          auto* below = static_cast<volatile char*>(hide(p)) - by;
+          for (int i = 0; i < by; i++)
+            below[i] = byte;
+          std::free(hide(p));
+        });
+      },
+      "overwritten heap header below");
+  }
 }
 
 TEST_CASE("interior pointer into a sampled object", "[bad-free][sampled]")
