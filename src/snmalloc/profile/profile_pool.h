@@ -195,7 +195,8 @@ namespace snmalloc::profile
     }
 
     // Whether p is where a live pool object starts; if not, `kind` says
-    // what p is instead.  Live exactly when object_holding(p) starts at p.
+    // what p is instead.  Live when object_holding(p) starts at p and the
+    // header is whole.
     static bool is_live_object(const void* p, BadFree& kind)
     {
       // Every sampled object is 16-byte aligned, and so is its record: an
