@@ -8,7 +8,7 @@
 // while allocating must be taken before the allocator's own.  Separate
 // pthread_atfork calls would run in the reverse order of registration,
 // that is of which part happened to be set up first: the dump control
-// registers at load, the allocator at the first malloc, so a fork would
+// is set up at load, the allocator at the first malloc, so a fork would
 // take the allocator's locks and then wait for a dump-control lock whose
 // holder waits for an allocator lock (a thread in configure() starting
 // the helper thread).
@@ -52,6 +52,19 @@ namespace snmalloc
     static void in_child();
 
   public:
+    // Set `lock` as the slot `order` without registering: fork() takes it
+    // once some set() has registered.  For a lock that only a second thread
+    // could hold across another's fork(): a process gets a second thread
+    // from pthread_create, which allocates (the new thread's TLS vector),
+    // and the allocator's first allocation registers (global/thread_alloc.h).
+    // A process that never allocates then makes no pthread_atfork call
+    // (its stub at the far end of the profiling shim's text, libc's code
+    // and list: about one page fault net at start-up).
+    void set_deferred(ForkOrder order, const ForkLock& lock) noexcept
+    {
+      slot_[unsigned(order)].store(&lock, std::memory_order_release);
+    }
+
     // Set `lock` (static storage) as the slot `order`, once.  false when
     // pthread_atfork failed (out of memory); the slot is set all the same
     // and a later call retries the registration.

@@ -191,10 +191,15 @@ namespace snmalloc::profile
         write_leak_report(2);
     }
 
+    static constexpr ForkLock fork_lock{before_fork, after_fork_in_parent, in_fork_child};
+
     bool start_helper_locked()
     {
       if (pipe_write_ >= 0)
         return true;
+      // Our own second thread does not rely on pthread_create allocating.
+      if (!fork_locks.set(ForkOrder::DumpControl, fork_lock))
+        return false;
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0 || ::fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
         return false;
@@ -319,8 +324,7 @@ namespace snmalloc::profile
     SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
       LockGuard g(lock_);
-      static constexpr ForkLock fork_lock{before_fork, after_fork_in_parent, in_fork_child};
-      fork_locks.set(ForkOrder::DumpControl, fork_lock);
+      fork_locks.set_deferred(ForkOrder::DumpControl, fork_lock);
       config_ = c;
       kept_count_ = 0;
       kept_first_ = 0;
@@ -357,20 +361,27 @@ namespace snmalloc::profile
     // Read SNMALLOC_PROFILE and act on it.  Called once at start-up, where
     // the exit handler is registered whatever the environment asks, so
     // that a later configure() finds it in its place among the program's.
-    // The configuration is parsed into a static object, not onto the
-    // stack, whose 8 KiB a short process would fault in.
+    // Before main no other thread can see config_, so the text is parsed
+    // straight into it (and apply's copy of it onto itself writes nothing):
+    // not onto the stack, whose 8 KiB a short process would fault in, nor
+    // into a second static copy, one more page written.  Wrong text leaves
+    // the defaults.
     SNMALLOC_ONCE_PATH void configure_from_environment()
     {
+      const char* text = std::getenv("SNMALLOC_PROFILE");
       {
         LockGuard g(lock_);
         register_at_exit_locked();
+        if (text == nullptr)
+          return;
+        if (!parse_env_config(text, config_))
+        {
+          config_ = EnvConfig();
+          return;
+        }
       }
-      const char* text = std::getenv("SNMALLOC_PROFILE");
-      SNMALLOC_CONSTINIT static EnvConfig parsed;
-      if (text == nullptr || !parse_env_config(text, parsed))
-        return;
-      if (apply(parsed))
-        http_start_configured(parsed);
+      if (apply(config_))
+        http_start_configured(config_);
     }
   };
 

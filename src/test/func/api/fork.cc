@@ -217,3 +217,48 @@ TEST_CASE("fork-takes-outer-locks-before-the-allocators")
   CHECK(WEXITSTATUS(status) == 0);
   std::free(held);
 }
+
+namespace
+{
+  // A slot set without registering (as the dump control's is at load):
+  // fork() takes it through the registration another slot made, here the
+  // allocator's at this program's first allocation.
+  int deferred_prepares = 0;
+  int deferred_children = 0;
+
+  void deferred_prepare()
+  {
+    deferred_prepares++;
+  }
+
+  void deferred_in_parent() {}
+
+  void deferred_in_child()
+  {
+    deferred_children++;
+  }
+
+  constexpr snmalloc::ForkLock deferred_lock{deferred_prepare, deferred_in_parent, deferred_in_child};
+}
+
+TEST_CASE("fork-takes-a-deferred-slot-once-another-registered")
+{
+  void* held = std::malloc(100); // the allocator's slot registers by now
+  REQUIRE(held != nullptr);
+  // The HTTP endpoint's slot, which this program never starts (the case
+  // above set it with set(); this replaces it).
+  snmalloc::fork_locks.set_deferred(snmalloc::ForkOrder::HttpServer, deferred_lock);
+  alarm(child_time_limit_seconds);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0)
+    _exit(deferred_prepares == 1 && deferred_children == 1 ? 0 : 1);
+  alarm(0);
+  CHECK(deferred_prepares == 1);
+  CHECK(deferred_children == 0);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::free(held);
+}
