@@ -120,7 +120,7 @@ namespace snmalloc::profile
   // Samples recorded since the process started (dropped ones aside).
   inline uint64_t samples_taken()
   {
-    return settings.samples_taken.load(std::memory_order_relaxed);
+    return sample_lists.total_taken();
   }
 
   // Samples of objects still live.

@@ -72,13 +72,17 @@ namespace snmalloc::profile
       wake_fd_.store(-1, std::memory_order_relaxed);
     }
 
-    // A sample standing for `bytes` allocated bytes was taken.
+    // A sample standing for `bytes` allocated bytes was taken.  With no
+    // threshold set, nothing is counted: the count is a line every sampling
+    // thread writes, and `configure` measures `every` from wherever it stands.
     void sampled(int64_t bytes)
     {
-      int64_t allocated = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
       int64_t every = every_.load(std::memory_order_relaxed);
-      bool due = every != 0 && advance(next_every_, allocated, every);
       int64_t growth = growth_.load(std::memory_order_relaxed);
+      if (every == 0 && growth == 0)
+        return;
+      int64_t allocated = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+      bool due = every != 0 && advance(next_every_, allocated, every);
       if (growth != 0 && advance(next_growth_, peak_profile.live_bytes(), growth))
         due = true;
       if (SNMALLOC_UNLIKELY(due))

@@ -60,7 +60,6 @@ namespace snmalloc::profile
       sample_lists.add(&list);
     }
     list.insert(r);
-    settings.samples_taken.fetch_add(1, std::memory_order_relaxed);
     emit_event(EventKind::Alloc, r);
     int64_t bytes = int64_t(w * double(size));
     peak_profile.added(bytes, rate);

@@ -68,12 +68,19 @@ namespace snmalloc::profile
 
   static_assert(sizeof(SampleRecord) % 16 == 0, "objects must stay 16-byte aligned");
 
-  struct SampleList
+  // A line of its own: a free on another thread writes it (the lock, the
+  // count), and it sits in the allocator beside state only its owner
+  // touches, the held-back batches and the heap counts a refill updates.
+  struct alignas(64) SampleList
   {
     SpinLock lock;
     SampleRecord* head = nullptr;
     // Changed under the lock; read without it to size a snapshot's buffer.
     std::atomic<size_t> count{0};
+    // Samples ever inserted, for the metrics; under the lock too, in this
+    // list's line, where a process-wide count would be a line that every
+    // sampling thread writes.
+    std::atomic<uint64_t> taken{0};
     SampleList* next_registered = nullptr;
     bool registered = false;
 
@@ -87,6 +94,7 @@ namespace snmalloc::profile
         head->prev = r;
       head = r;
       count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      taken.store(taken.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 
     void remove(SampleRecord* r)
@@ -130,6 +138,14 @@ namespace snmalloc::profile
     {
       size_t n = 0;
       for_each([&](SampleList& l) { n += l.count.load(std::memory_order_relaxed); });
+      return n;
+    }
+
+    // Samples ever taken in every list (lists are never unregistered).
+    uint64_t total_taken()
+    {
+      uint64_t n = 0;
+      for_each([&](SampleList& l) { n += l.taken.load(std::memory_order_relaxed); });
       return n;
     }
 

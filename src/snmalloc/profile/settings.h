@@ -29,10 +29,11 @@ namespace snmalloc::profile
     // Samples not taken because memory for their record or stack ran out
     // (the allocation itself was then served unsampled, or failed).
     std::atomic<uint64_t> samples_dropped{0};
-    // For the profiler's own metrics (/metrics): samples recorded since the
-    // process started, and profiles encoded for a dump or an HTTP client,
-    // those that failed counted apart.
-    std::atomic<uint64_t> samples_taken{0};
+    // For the profiler's own metrics (/metrics): profiles encoded for a dump
+    // or an HTTP client, those that failed counted apart.  (Samples taken
+    // are counted per list, SampleList::taken: a count here, written at
+    // every sample, shared its line with `epoch`, which every thread's
+    // refill reads.)
     std::atomic<uint64_t> dumps{0};
     std::atomic<uint64_t> dump_failures{0};
   };
