@@ -168,8 +168,7 @@ namespace snmalloc::profile
 
     void removed(const SampleRecord* r)
     {
-      live_bytes_.fetch_sub(
-        sample_bytes(r->mode, r->allocated_size, r->interval), std::memory_order_relaxed);
+      live_bytes_.fetch_sub(r->bytes, std::memory_order_relaxed);
     }
 
     struct Copy

@@ -220,9 +220,11 @@ namespace snmalloc::profile
       const SampleRecord* r = SampleRecord::below(p);
       bool named_by_record = r->object == p;
       bool named_by_lead = lead_of(block) == offset;
-      // Whole, a header also has a sampling interval (never 0) and no more
-      // bytes asked for than given.
-      bool whole = r->requested_size <= r->allocated_size && r->interval != 0;
+      // Whole, a header also has a sampling interval and live bytes (never
+      // 0: the last 32 bytes below the object zeroed are caught) and no
+      // more bytes asked for than given.
+      bool whole =
+        r->requested_size <= r->allocated_size && r->interval != 0 && r->bytes > 0;
       if (named_by_record && named_by_lead && whole)
         return true;
       // A freed record points at itself (the pool's free-list link

@@ -47,9 +47,11 @@ namespace snmalloc::profile
       settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
+    int64_t bytes = int64_t(w * double(size));
     r->requested_size = requested;
     r->allocated_size = size;
     r->interval = rate.interval;
+    r->bytes = bytes;
     r->mode = rate.mode;
     r->time_ns = Pal::time_ns();
     r->stack_id = id;
@@ -61,7 +63,6 @@ namespace snmalloc::profile
     }
     list.insert(r);
     emit_event(EventKind::Alloc, r);
-    int64_t bytes = int64_t(w * double(size));
     peak_profile.added(bytes, rate);
     dump_triggers.sampled(bytes);
     return r;
@@ -311,8 +312,8 @@ namespace snmalloc::profile
           ProfilerGuard guard; // a new peak copies the live set, allocating
           peak_profile.removed(old);
           old->allocated_size = bytes;
-          peak_profile.added(
-            sample_bytes(old->mode, bytes, old->interval), {old->mode, old->interval});
+          old->bytes = sample_bytes(old->mode, bytes, old->interval);
+          peak_profile.added(old->bytes, {old->mode, old->interval});
         }
       }
 

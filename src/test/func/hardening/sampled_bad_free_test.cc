@@ -59,9 +59,12 @@ TEST_CASE("sampled object freed twice after other samples came and went", "[bad-
 
 TEST_CASE("sampled object whose header was written over from below", "[bad-free][sampled]")
 {
-  // One byte, and 32 bytes of either value: the header's last words are
-  // the requested size, the thread, the time and the sampling interval.
-  for (auto [by, byte] : {std::pair{1, 'x'}, std::pair{32, 'x'}, std::pair{32, '\0'}})
+  // One byte, and 24 or 32 bytes of either value: the header's last
+  // words are the requested size, the thread, the live bytes the sample
+  // stands for and the sampling interval.
+  for (auto [by, byte] :
+       {std::pair{1, 'x'}, std::pair{24, 'x'}, std::pair{24, '\0'}, std::pair{32, 'x'},
+        std::pair{32, '\0'}})
   {
     CAPTURE(by, int(byte));
     check_dies_naming(
