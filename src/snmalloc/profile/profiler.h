@@ -199,14 +199,14 @@ namespace snmalloc::profile
         return false;
       }
 
-      // bytes_before_point said no: the batch reaches the next sample point,
-      // or the sampler counts otherwise than by bytes (stopped, another
-      // mode).  Count it so, and keep back the objects from the point on.
+      // units_before_point said no: the batch reaches the next sample point,
+      // or the sampler counts by class (sizeclass mode).  Count it as the
+      // mode says, and keep back the objects from the point on.
       template<typename Core>
       SNMALLOC_SLOW_PATH static Batch split_at_point(Core& core, sizeclass_t sc, Batch b)
       {
         CoreState& self = core.profile();
-        self.sampler_.uncount(b.count * sizeclass_to_size(sc));
+        self.sampler_.uncount(sc, b.count);
         if (!self.refresh())
           return b;
         size_t before = self.sampler_.objects_before_point(sc, b.count, sizeclass_to_size(sc));
@@ -233,7 +233,7 @@ namespace snmalloc::profile
       template<typename Core>
       SNMALLOC_FAST_PATH Batch split(Core& core, sizeclass_t sc, Batch b)
       {
-        if (SNMALLOC_LIKELY(sampler_.bytes_before_point(b.count * sizeclass_to_size(sc))))
+        if (SNMALLOC_LIKELY(sampler_.units_before_point(sc, b.count)))
           return b;
         return split_at_point(core, sc, b);
       }
