@@ -209,7 +209,7 @@ namespace snmalloc::profile
         self.sampler_.uncount(sc, b.count);
         if (!self.refresh())
           return b;
-        size_t before = self.sampler_.objects_before_point(sc, b.count, sizeclass_to_size(sc));
+        size_t before = self.sampler_.objects_before_point(sc, b.count);
         if (before == b.count)
           return b;
         Batch front = b.take_front(before);

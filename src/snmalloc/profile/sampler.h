@@ -50,14 +50,14 @@ namespace snmalloc::profile
     SampleMode mode_ = SampleMode::Bytes;
     // Bytes and count modes: one countdown for every class, which a refill
     // counts its batch on inline (units_before_point) in the class's units
-    // (its size in bytes mode, 1 in count mode: count mode took the slow
-    // path at every refill, +8.4% instructions on perf-random-replace, issue
-    // 9, eighth pass).  Zero in sizeclass mode, whose countdowns are per
-    // class, so that every batch reaches the slow path; while stopped, so
-    // large that no batch does (a shim loaded with profiling off paid a call
-    // at every refill: +7.6% on perf-random-replace, +2.3% before the inline
-    // test).  A start() is seen first by sample_due, whose refresh draws it
-    // anew.
+    // (unit_: its size in bytes mode, 1 an object in the others; count mode
+    // took the slow path at every refill, +8.4% instructions on
+    // perf-random-replace, issue 9, eighth pass).  Zero in sizeclass mode,
+    // whose countdowns are per class, so that every batch reaches the slow
+    // path; while stopped, so large that no batch does (a shim loaded with
+    // profiling off paid a call at every refill: +7.6% on
+    // perf-random-replace, +2.3% before the inline test).  A start() is seen
+    // first by sample_due, whose refresh draws it anew.
     Countdown shared_;
     uint32_t unit_[NUM_SMALL_CLASSES] = {};
     Countdown strata_[STRATA]; // sizeclass mode
@@ -160,7 +160,7 @@ namespace snmalloc::profile
         mode_ = settings.mode.load(std::memory_order_relaxed);
         shared_ = {};
         for (sizeclass_t c = 0; c < NUM_SMALL_CLASSES; c++)
-          unit_[c] = mode_ == SampleMode::Count ? 1 : uint32_t(sizeclass_to_size(c));
+          unit_[c] = mode_ == SampleMode::Bytes ? uint32_t(sizeclass_to_size(c)) : 1;
         if (interval_ == 0)
           shared_.until = size_t(PTRDIFF_MAX); // stopped: batches count inline
         else if (mode_ != SampleMode::SizeClass)
@@ -208,9 +208,9 @@ namespace snmalloc::profile
 
     // How many of `count` objects of sizeclass `sc` come before the next
     // sample point; all of them when the point lies beyond the batch.
-    size_t objects_before_point(sizeclass_t sc, size_t count, size_t size)
+    size_t objects_before_point(sizeclass_t sc, size_t count)
     {
-      return before_point(countdown_of(sc), count, mode_ == SampleMode::Bytes ? size : 1);
+      return before_point(countdown_of(sc), count, unit_[sc]);
     }
 
     // A large allocation of `size` bytes: is it sampled?
