@@ -199,9 +199,9 @@ namespace snmalloc::profile
     // header is whole.
     static bool is_live_object(const void* p, BadFree& kind)
     {
-      // Every sampled object is 16-byte aligned, and so is its record: an
-      // unaligned p is no object, and reading "its record" would be a
-      // misaligned access.
+      // Every sampled object is 16-byte aligned, and its record, just below
+      // it, 8-byte aligned: an unaligned p is no object, and reading "its
+      // record" would be a misaligned access.
       kind = BadFree::Interior;
       if (reinterpret_cast<uintptr_t>(p) % config::MIN_ALLOC_SIZE != 0)
         return false;

@@ -70,10 +70,6 @@ namespace snmalloc::profile
     }
   };
 
-  // The pool rounds the lead-in up to the object's alignment: the record
-  // need only keep its own words aligned.
-  static_assert(sizeof(SampleRecord) % alignof(SampleRecord) == 0);
-
   // A line of its own: a free on another thread writes it (the lock, the
   // count), and it sits in the allocator beside state only its owner
   // touches, the held-back batches and the heap counts a refill updates.
