@@ -21,6 +21,11 @@ Modes:
             sampling (guard=100) against ours, and guard=100 against the
             same profiling without it.
   checks    the checks build (libsnmallocshim-checks.so) against ours.
+  profile-compare
+            the overhead mode's profilers, each run both pinned to one CPU
+            (taskset -c 1: no line moves between cores) and unpinned, in
+            the same interleaved rounds; jemalloc's profiler must be seen
+            to sample (opt.prof true) or it is skipped.
 
 Example:
   scripts/bench.py --build /work/main/build --runs 5 --mode both
@@ -64,6 +69,7 @@ class Allocator:
     preload: str  # empty: no preload (glibc)
     env: dict
     missing: str = ""  # why it cannot run, if it cannot
+    cpus: str = ""  # taskset's CPU list when pinned
 
 
 @dataclasses.dataclass
@@ -80,20 +86,30 @@ def library(path, name, env=None):
     return Allocator(name, path, env or {}, missing)
 
 
+# jemalloc's profiler, active, sampling once per 2^19 bytes on average.
+JEMALLOC_PROF = f"prof:true,prof_active:true,lg_prof_sample:{int(SAMPLE_BYTES).bit_length() - 1}"
+
+
 def jemalloc_profiling(path):
-    """jemalloc with prof:true, or why Debian's build cannot do it."""
-    allocator = library(path, "jemalloc+prof", {"MALLOC_CONF": "prof:true"})
+    """jemalloc with its profiler on, or why this build cannot do it: the
+    probe's statistics must say the profiler is on (a build without prof
+    ignores the option with a warning and would run unprofiled)."""
+    allocator = library(path, "jemalloc+prof", {"MALLOC_CONF": JEMALLOC_PROF})
     if allocator.missing:
         return allocator
     probe = subprocess.run(
         ["/bin/true"],
-        env={**os.environ, "LD_PRELOAD": path, "MALLOC_CONF": "prof:true"},
+        env={**os.environ, "LD_PRELOAD": path, "MALLOC_CONF": JEMALLOC_PROF + ",stats_print:true"},
         capture_output=True,
         text=True,
     )
-    if "Invalid conf" in probe.stderr:
-        allocator.missing = "this libjemalloc is built without prof (MALLOC_CONF=prof:true: Invalid conf)"
+    if "opt.prof: true" not in probe.stderr:
+        allocator.missing = f"this libjemalloc does not profile ({JEMALLOC_PROF}: opt.prof is not true)"
     return allocator
+
+
+def pinned(allocator, cpus):
+    return dataclasses.replace(allocator, name=f"{allocator.name}@cpu{cpus}", cpus=cpus)
 
 
 def allocators_for(mode, build):
@@ -126,7 +142,7 @@ def allocators_for(mode, build):
             library(os.path.join(SYSTEM_LIB, "libmimalloc.so.2"), "mimalloc"),
             library(os.path.join(SYSTEM_LIB, "libtcmalloc_minimal.so.4"), "tcmalloc"),
         ]
-    return [
+    profilers = [
         ours,
         ours_profile,
         library(jemalloc_path, "jemalloc"),
@@ -134,6 +150,9 @@ def allocators_for(mode, build):
         library(tcmalloc_full, "tcmalloc-full"),
         library(tcmalloc_full, "tcmalloc-full+sample", {"TCMALLOC_SAMPLE_PARAMETER": SAMPLE_BYTES}),
     ]
+    if mode == "profile-compare":
+        return profilers + [pinned(a, PIN_CPUS) for a in profilers]
+    return profilers
 
 
 # (baseline, with profiling or checks) pairs of the overhead and checks modes.
@@ -142,6 +161,12 @@ OVERHEAD_PAIRS = [
     ("ours", "ours-checks"),
     ("jemalloc", "jemalloc+prof"),
     ("tcmalloc-full", "tcmalloc-full+sample"),
+]
+
+# The profile-compare mode: the overhead pairs, unpinned and pinned.
+PIN_CPUS = "1"
+PROFILE_COMPARE_PAIRS = [
+    pair for p in OVERHEAD_PAIRS if "ours-checks" not in p for pair in (p, tuple(f"{n}@cpu{PIN_CPUS}" for n in p))
 ]
 
 # The pairs of the sampling mode.
@@ -162,6 +187,8 @@ def run_once(program, args, allocator, workdir):
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     env.update(allocator.env)
     preload = [f"LD_PRELOAD={allocator.preload}"] if allocator.preload else []
+    if allocator.cpus:
+        preload += ["taskset", "-c", allocator.cpus]
     with tempfile.NamedTemporaryFile("w+", dir=workdir, suffix=".rss") as rss:
         process = subprocess.run(
             ["/usr/bin/time", "-o", rss.name, "-f", "%M", "env", *preload, program, *args],
@@ -330,7 +357,10 @@ def run_mode(mode, options):
     if mode == "compare":
         print("\n\n".join([*(compare_table(results, names, m) for m in METRICS), spread_table(results, names)]))
     else:
-        print(overhead_table(results, set(names), SAMPLING_PAIRS if mode == "sampling" else OVERHEAD_PAIRS))
+        pairs = {"sampling": SAMPLING_PAIRS, "profile-compare": PROFILE_COMPARE_PAIRS}.get(mode, OVERHEAD_PAIRS)
+        print(overhead_table(results, set(names), pairs))
+        if mode == "profile-compare":
+            print("\n" + spread_table(results, names))
     failed = failures(results)
     if failed:
         print("\nFailed runs:\n")
@@ -345,7 +375,7 @@ def main():
     parser.add_argument("--perf-dir", help="folder of the perf-* programs (default BUILD/src/test/perf)")
     parser.add_argument("--runs", type=int, default=5, help="runs per allocator and workload (K)")
     parser.add_argument("--threads", type=int, default=2, help="threads of the multi-threaded workloads")
-    parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling", "checks"], default="compare")
+    parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling", "checks", "profile-compare"], default="compare")
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
     parser.add_argument("--json", help="also write every run's figures to this file")
