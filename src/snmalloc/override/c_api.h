@@ -9,7 +9,7 @@ namespace snmalloc::profile::c_api_detail
 {
   inline void fill(const SampleView& v, snmalloc_profile_sample* out)
   {
-    const StackEntry* stack = stack_table.get(v.stack_id);
+    const StackEntry* stack = stack_table.stack_of(v.site_id);
     out->address = v.address;
     out->requested_size = v.requested_size;
     out->allocated_size = v.allocated_size;

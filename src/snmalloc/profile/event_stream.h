@@ -27,7 +27,7 @@ namespace snmalloc::profile
     size_t allocated_size;
     size_t interval;
     int64_t time_ns;
-    uint32_t stack_id;
+    uint32_t site_id; // the stack table's (stack, size, requested size)
     uint32_t thread_id;
     SampleMode mode;
   };
@@ -139,7 +139,7 @@ namespace snmalloc::profile
       r->allocated_size,
       r->interval,
       r->time_ns,
-      r->stack_id,
+      r->site_id,
       r->thread_id,
       r->mode};
   }

@@ -250,7 +250,7 @@ namespace snmalloc::profile
       write_stack(w, names, this_stack, this_depth);
     }
     w.text("  allocated by thread ").number(s->record.thread_id).text(":\n");
-    const StackEntry* alloc = stack_table.get(s->record.stack_id);
+    const StackEntry* alloc = stack_table.stack_of(s->record.site_id);
     if (alloc != nullptr)
       write_stack(w, names, alloc->frames, alloc->depth);
     else

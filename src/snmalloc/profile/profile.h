@@ -7,7 +7,8 @@
 //   decide    sample_mode.h     bytes, count, sizeclass: rates and weights
 //             sampler.h         where the next sample falls, free-list split
 //   record    stack_capture.h   libunwind raw return addresses
-//             stack_table.h     interned stacks + cumulative counts
+//             stack_table.h     interned stacks, sites + cumulative counts
+//             hash_index.h      its hash indexes
 //   keep      sample_list.h     per-allocator live sample lists
 //             peak_profile.h    the live samples at the heap's peak
 //             dump_triggers.h   dump_every= and dump_on_growth= thresholds

@@ -54,7 +54,7 @@ namespace snmalloc::profile
     r->bytes = bytes;
     r->mode = rate.mode;
     r->time_ns = Pal::time_ns();
-    r->stack_id = id;
+    r->site_id = id;
     r->thread_id = this_thread_id();
     if (!list.registered)
     {

@@ -10,7 +10,7 @@
 
 namespace snmalloc::profile
 {
-  // Per stack-table entry, its cumulative allocations (from the table);
+  // Per stack-table site, its cumulative allocations (from the table);
   // per entry and allocating thread, the live samples (weighted with the
   // interval each was sampled at), labelled with the thread.  The
   // cumulative counts are not kept per thread: keyed by thread, the table
@@ -24,22 +24,22 @@ namespace snmalloc::profile
   inline Buckets aggregate(const std::vector<SampleView>& live)
   {
     Buckets b;
-    stack_table.for_each([&](const StackEntry& e) {
+    stack_table.for_each([&](const SiteEntry& e) {
       b.rows.push_back(ProfileBucket{
-        e.frames, e.depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
+        e.stack->frames, e.stack->depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
         e.requested_size});
     });
     size_t entries = b.rows.size();
-    std::unordered_map<uint64_t, size_t> live_row; // (entry, thread) -> row
+    std::unordered_map<uint64_t, size_t> live_row; // (site, thread) -> row
     for (const SampleView& s : live)
     {
-      if (s.stack_id >= entries)
+      if (s.site_id >= entries)
         continue;
       auto [it, inserted] =
-        live_row.try_emplace(uint64_t(s.stack_id) << 32 | s.thread_id, b.rows.size());
+        live_row.try_emplace(uint64_t(s.site_id) << 32 | s.thread_id, b.rows.size());
       if (inserted)
       {
-        const ProfileBucket& entry = b.rows[s.stack_id];
+        const ProfileBucket& entry = b.rows[s.site_id];
         b.rows.push_back(ProfileBucket{
           entry.frames, entry.depth, entry.object_size, 0, 0, 0, 0, entry.requested_size,
           s.thread_id});

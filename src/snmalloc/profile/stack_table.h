@@ -1,44 +1,57 @@
 #pragma once
-// Layer profile, stage "record": the stack table.  Each distinct (stack,
-// object size, requested size) is stored once and named by a small id; sample records
-// carry the id, so a live sample costs tens of bytes however deep its stack.
-// Each entry also accumulates the unbiased count and bytes of every
-// allocation sampled there (the profile's alloc_objects / alloc_space).
+// Layer profile, stage "record": the stack table.  Each distinct stack is
+// stored once, and each distinct (stack, object size, requested size), a
+// site, is a small fixed-size entry that names its stack and accumulates
+// the unbiased count and bytes of every allocation sampled there (the
+// profile's alloc_objects / alloc_space).  Sample records carry the site's
+// id, so a live sample costs tens of bytes however deep its stack.
+//
+// Stacks and sites are separate so that a sample at a known call site with
+// a new requested size (nearly every sample when sizes vary) finds its
+// stack warm and adds one 40-byte site at the end of the site array, not a
+// whole entry with its frames (issue 9, ninth pass).
 //
 // Entries are immortal, so ids and frame pointers stay valid for the life of
 // the process (the raw sample stream hands them out).  The table's memory
 // comes straight from the OS, never from malloc.
 
+#include "hash_index.h"
 #include "stack_capture.h"
 
 #include <cstring>
-#include <sys/mman.h>
 
 namespace snmalloc::profile
 {
   struct StackEntry
   {
     uint64_t hash;
+    uint32_t depth;
+    uintptr_t frames[1]; // `depth` of them
+  };
+
+  struct SiteEntry
+  {
+    const StackEntry* stack;
     uint64_t object_size;
     uint64_t requested_size;
     double alloc_objects;
     double alloc_bytes;
-    uint32_t depth;
-    uint32_t id;
-    uintptr_t frames[1]; // `depth` of them
   };
 
   class StackTable
   {
-    static constexpr size_t BLOCK = size_t(1) << 20;
+    static constexpr size_t STACK_BLOCK = size_t(1) << 20;
+    // Sites by id: blocks of a power of two of them, found in a fixed table
+    // (2^15 sites of 40 bytes a block, 2^27 sites at most).
+    static constexpr size_t SITE_BLOCK_BITS = 15;
+    static constexpr size_t SITE_BLOCKS = 4096;
 
     SpinLock lock_;
-    StackEntry** slots_ = nullptr; // open addressing, power-of-two capacity
-    size_t capacity_ = 0;
-    StackEntry** by_id_ = nullptr;
-    size_t count_ = 0;
-    char* block_cursor_ = nullptr;
-    char* block_end_ = nullptr;
+    HashIndex stacks_; // words: StackEntry pointers
+    HashIndex sites_; // words: site id + 1
+    char* stack_cursor_ = nullptr;
+    char* stack_end_ = nullptr;
+    SiteEntry* site_blocks_[SITE_BLOCKS] = {};
     std::atomic<size_t> os_bytes_{0};
 
     void* os_alloc(size_t bytes)
@@ -49,65 +62,80 @@ namespace snmalloc::profile
       return p;
     }
 
-    static uint64_t hash_of(const uintptr_t* frames, size_t depth, size_t size, size_t requested)
+    static uint64_t mix(uint64_t h)
     {
-      uint64_t h = (0x9E3779B97F4A7C15ULL ^ size) * 0xc4ceb9fe1a85ec53ULL ^ requested;
+      h ^= h >> 33;
+      h *= 0xff51afd7ed558ccdULL;
+      h ^= h >> 33;
+      return h;
+    }
+
+    static uint64_t stack_hash(const uintptr_t* frames, size_t depth)
+    {
+      uint64_t h = 0x9E3779B97F4A7C15ULL ^ depth;
       for (size_t i = 0; i < depth; i++)
       {
         h ^= frames[i];
         h *= 0xff51afd7ed558ccdULL;
         h ^= h >> 32;
       }
-      return h;
+      return mix(h);
     }
 
-    bool grow()
+    // From the stack's hash, not its entry, so that both lookups' lines
+    // can be loaded at once.
+    static uint64_t site_hash(uint64_t stack_hash, size_t size, size_t requested)
     {
-      size_t new_capacity = capacity_ == 0 ? 4096 : capacity_ * 2;
-      auto** slots = static_cast<StackEntry**>(os_alloc(new_capacity * sizeof(void*)));
-      auto** by_id = static_cast<StackEntry**>(os_alloc(new_capacity * sizeof(void*)));
-      if (slots == nullptr || by_id == nullptr)
-        return false;
-      for (size_t i = 0; i < count_; i++)
-      {
-        StackEntry* e = by_id_[i];
-        size_t j = e->hash & (new_capacity - 1);
-        while (slots[j] != nullptr)
-          j = (j + 1) & (new_capacity - 1);
-        slots[j] = e;
-        by_id[i] = e;
-      }
-      // Old arrays are kept: a reader copying ids concurrently never sees
-      // freed memory, and they are tiny next to the entries.
-      slots_ = slots;
-      by_id_ = by_id;
-      capacity_ = new_capacity;
-      return true;
+      return mix((stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size) * 0x9E3779B97F4A7C15ULL ^ requested);
     }
 
-    StackEntry* new_entry(const uintptr_t* frames, size_t depth)
+    SiteEntry& site(size_t id)
+    {
+      return site_blocks_[id >> SITE_BLOCK_BITS][id & ((size_t(1) << SITE_BLOCK_BITS) - 1)];
+    }
+
+    StackEntry* new_stack(const uintptr_t* frames, size_t depth, uint64_t hash)
     {
       size_t bytes = bits::align_up(
         sizeof(StackEntry) + (depth ? depth - 1 : 0) * sizeof(uintptr_t), 16);
-      if (block_cursor_ == nullptr || block_cursor_ + bytes > block_end_)
+      if (stack_cursor_ == nullptr || stack_cursor_ + bytes > stack_end_)
       {
-        block_cursor_ = static_cast<char*>(os_alloc(BLOCK));
-        if (block_cursor_ == nullptr)
+        stack_cursor_ = static_cast<char*>(os_alloc(STACK_BLOCK));
+        if (stack_cursor_ == nullptr)
           return nullptr;
-        block_end_ = block_cursor_ + BLOCK;
+        stack_end_ = stack_cursor_ + STACK_BLOCK;
       }
-      auto* e = reinterpret_cast<StackEntry*>(block_cursor_);
-      block_cursor_ += bytes;
+      auto* e = reinterpret_cast<StackEntry*>(stack_cursor_);
+      stack_cursor_ += bytes;
       std::memcpy(e->frames, frames, depth * sizeof(uintptr_t));
       e->depth = uint32_t(depth);
+      e->hash = hash;
       return e;
+    }
+
+    // The new site's id + 1, 0 when out of memory.
+    uintptr_t new_site(const StackEntry* stack, size_t object_size, size_t requested_size)
+    {
+      size_t id = sites_.count();
+      size_t block = id >> SITE_BLOCK_BITS;
+      if (block >= SITE_BLOCKS)
+        return 0;
+      if (site_blocks_[block] == nullptr)
+      {
+        site_blocks_[block] = static_cast<SiteEntry*>(
+          os_alloc(sizeof(SiteEntry) << SITE_BLOCK_BITS));
+        if (site_blocks_[block] == nullptr)
+          return 0;
+      }
+      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0};
+      return id + 1;
     }
 
   public:
     static constexpr uint32_t NO_ID = 0xffffffff;
 
-    // Find or add the entry and count one sampled allocation of weight
-    // `objects` and `bytes` on it.  NO_ID when out of memory.
+    // Find or add the site and count one sampled allocation of weight
+    // `objects` and `bytes` on it; its id, NO_ID when out of memory.
     uint32_t record(
       const uintptr_t* frames,
       size_t depth,
@@ -116,36 +144,37 @@ namespace snmalloc::profile
       double objects,
       double bytes)
     {
-      uint64_t h = hash_of(frames, depth, object_size, requested_size);
+      uint64_t sh = stack_hash(frames, depth);
+      uint64_t h = site_hash(sh, object_size, requested_size);
       LockGuard g(lock_);
-      if ((count_ + 1) * 2 > capacity_ && !grow())
+      stacks_.prefetch(sh);
+      sites_.prefetch(h);
+      auto* stack = reinterpret_cast<const StackEntry*>(stacks_.find_or_add(
+        sh,
+        [&](uintptr_t word) {
+          auto* e = reinterpret_cast<const StackEntry*>(word);
+          return e->depth == depth &&
+            std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0;
+        },
+        [&] { return reinterpret_cast<uintptr_t>(new_stack(frames, depth, sh)); },
+        os_bytes_));
+      if (stack == nullptr)
         return NO_ID;
-      size_t j = h & (capacity_ - 1);
-      for (; slots_[j] != nullptr; j = (j + 1) & (capacity_ - 1))
-      {
-        StackEntry* e = slots_[j];
-        if (
-          e->hash == h && e->object_size == object_size &&
-          e->requested_size == requested_size && e->depth == depth &&
-          std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0)
-          break;
-      }
-      StackEntry* e = slots_[j];
-      if (e == nullptr)
-      {
-        e = new_entry(frames, depth);
-        if (e == nullptr)
-          return NO_ID;
-        e->hash = h;
-        e->object_size = object_size;
-        e->requested_size = requested_size;
-        e->id = uint32_t(count_);
-        slots_[j] = e;
-        by_id_[count_++] = e;
-      }
-      e->alloc_objects += objects;
-      e->alloc_bytes += bytes;
-      return e->id;
+      uintptr_t word = sites_.find_or_add(
+        h,
+        [&](uintptr_t w) {
+          const SiteEntry& s = site(w - 1);
+          return s.stack == stack && s.object_size == object_size &&
+            s.requested_size == requested_size;
+        },
+        [&] { return new_site(stack, object_size, requested_size); },
+        os_bytes_);
+      if (word == 0)
+        return NO_ID;
+      SiteEntry& s = site(word - 1);
+      s.alloc_objects += objects;
+      s.alloc_bytes += bytes;
+      return uint32_t(word - 1);
     }
 
     // Address space taken from the OS (touched as entries fill it).
@@ -154,20 +183,21 @@ namespace snmalloc::profile
       return os_bytes_.load(std::memory_order_relaxed);
     }
 
-    const StackEntry* get(uint32_t id)
+    // The stack of a site.
+    const StackEntry* stack_of(uint32_t id)
     {
       LockGuard g(lock_);
-      return id < count_ ? by_id_[id] : nullptr;
+      return id < sites_.count() ? site(id).stack : nullptr;
     }
 
-    // Copy every entry's pointer (entries are immortal) and the cumulative
-    // counts as they are now, under the lock.
+    // Each site as it is now (its counts cumulative), in id order, under
+    // the lock; the stack a site points to is immortal.
     template<typename F>
     void for_each(F&& f)
     {
       LockGuard g(lock_);
-      for (size_t i = 0; i < count_; i++)
-        f(*by_id_[i]);
+      for (size_t i = 0; i < sites_.count(); i++)
+        f(site(i));
     }
 
     void prefork() noexcept
