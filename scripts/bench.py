@@ -313,12 +313,21 @@ def overhead_table(results, available, pairs=OVERHEAD_PAIRS):
                 else:
                     show = METRICS["rss"][3] if field == "peak_rss_kib" else rate
                     row += [show(b), show(p), f"{p / b:.3f}"]
+            # Round by round (each round runs both), which a drift of the
+            # machine's load between rounds moves less than the medians.
+            ratios = [
+                p.ops_per_cpu_sec / b.ops_per_cpu_sec
+                for b, p in zip(by_allocator[base], by_allocator[profiled])
+                if b.ok and p.ok
+            ]
+            row.append(
+                f"{statistics.median(ratios):.3f} [{min(ratios):.2f}..{max(ratios):.2f}]" if ratios else "failed")
             rows.append(row)
         header = ["workload"] + [
             f"{what} {column}"
             for what in ("ops/s", "ops/CPU-s", "RSS MiB")
             for column in (base, profiled, "ratio")
-        ]
+        ] + ["ops/CPU-s ratio per round, median [range]"]
         tables.append(f"{profiled} against {base} (medians; ratio = {profiled} / {base}):\n\n" + markdown(header, rows))
     return "\n\n".join(tables)
 
