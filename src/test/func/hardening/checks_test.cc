@@ -11,6 +11,8 @@
 #include <cstring>
 #include <new>
 #include <snmalloc/snmalloc.h>
+#include <thread>
+#include <vector>
 
 using namespace hardening_test;
 
@@ -75,6 +77,69 @@ TEST_CASE("an object of a slab's untouched part freed is a double free", "[check
       ::_exit(0);
     },
     "double free of");
+}
+
+namespace
+{
+  // The slab descriptor of an object of a slab, or nullptr (a sampled
+  // object, in a profiling build: those keep the profiler's checks only).
+  const void* slab_of(const void* p)
+  {
+    const snmalloc::PagemapEntry& entry = snmalloc::pagemap.entry_of(p);
+    if (snmalloc::is_tag(entry.get_owner()))
+      return nullptr;
+    return reinterpret_cast<const void*>(entry.get_meta());
+  }
+
+  // Frees an object of every small class, each written all over first,
+  // through `free_it`, and counts the bytes past the link and the mark
+  // that are not the poison.  One object of the same slab stays allocated
+  // meanwhile, so the slab (and the freed object's memory) is not given
+  // back.
+  template<typename Free>
+  void check_freed_objects_are_poisoned(Free free_it)
+  {
+    for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+    {
+      size_t size = snmalloc::sizeclass_to_size(sc);
+      std::vector<void*> held;
+      void* keep = nullptr;
+      void* victim = nullptr;
+      for (int tries = 0; tries < 64 && victim == nullptr; tries++)
+      {
+        void* p = std::malloc(size);
+        REQUIRE(p != nullptr);
+        if (slab_of(p) == nullptr)
+          held.push_back(p);
+        else if (keep == nullptr)
+          keep = p;
+        else if (slab_of(p) == slab_of(keep))
+          victim = p;
+        else
+          held.push_back(p);
+      }
+      REQUIRE(victim != nullptr);
+      std::memset(victim, 0x5a, size);
+      free_it(victim);
+      const volatile unsigned char* bytes = static_cast<unsigned char*>(hide(victim));
+      size_t stale = 0;
+      for (size_t i = snmalloc::SlabMeta::POISON_FROM; i < size; i++)
+        stale += bytes[i] != snmalloc::SlabMeta::POISON;
+      INFO("class " << sc << ", " << size << " bytes");
+      CHECK(stale == 0);
+      std::free(keep);
+      for (void* p : held)
+        std::free(p);
+    }
+  }
+} // namespace
+
+TEST_CASE("a freed object holds none of its data, freed by its owner or another thread", "[checks]")
+{
+  check_freed_objects_are_poisoned([](void* p) { std::free(p); });
+  // The freeing thread poisons, then batches the object for its owner;
+  // its exit posts the batch.
+  check_freed_objects_are_poisoned([](void* p) { std::thread([p] { std::free(p); }).join(); });
 }
 
 TEST_CASE("a sized delete with a smaller class's size", "[checks]")
