@@ -389,20 +389,23 @@ namespace snmalloc
 
   // A sized free that missed the fast path: the object must be at least
   // `size` bytes.  (A smaller size proves nothing: an aligned allocation
-  // is larger than the size its caller frees it with.)  `exact`: the size
-  // is the one the object was allocated with, no alignment asked (operator
-  // delete(p, size)), so the object is of that size's class.  A wrong size
-  // at an interior pointer (`delete` of a `new[]` array) is reported as the
+  // is larger than the size its caller frees it with.)  `exact`, if
+  // given, says whether the size is the one our operator new was asked
+  // for, with no alignment (operator delete(p, size)), so the object is of
+  // that size's class; asked only when it is not.  A wrong size at an
+  // interior pointer (`delete` of a `new[]` array) is reported as the
   // interior pointer.
-  template<bool exact = false>
-  SNMALLOC_SLOW_PATH void dealloc_sized_slow(void* p, size_t size) noexcept
+  SNMALLOC_SLOW_PATH inline void
+  dealloc_sized_slow(void* p, size_t size, bool (*exact)() noexcept = nullptr) noexcept
   {
     // A sampled object's size is in the record its start finds: any other
     // pointer into it is left to dealloc_slow to name.
     uintptr_t owner = pagemap.contains(p) ? pagemap.entry_of(p).get_owner() : 0;
     bool sampled = is_tag(owner) && tag_kind(owner) == ChunkKind::Sampled;
     size_t usable = sampled && !starts_object(p) ? 0 : alloc_size(p);
-    if (usable != 0 && (size > usable || (exact && usable_size_for(size) != usable)))
+    if (
+      usable != 0 &&
+      (size > usable || (exact != nullptr && usable_size_for(size) != usable && exact())))
       report_bad_free(starts_object(p) ? BadFree::SizeMismatch : BadFree::Interior, p);
     dealloc_slow(p);
   }
@@ -418,15 +421,16 @@ namespace snmalloc
   }
 
   // operator delete(p, size): `size` is what operator new was asked for,
-  // with no alignment, so the object is of that size's class: checked on
-  // the fast path too, in one compare against the slab's range of sizes (a
-  // few instructions on this path only).  A size of 0 (new of 0 bytes is
-  // given size 1's class) is left to the slow path.
-  SNMALLOC_FAST_PATH void dealloc_as_allocated(void* p, size_t size)
+  // with no alignment, so the object is of that size's class if that new
+  // was ours (`new_is_ours`): checked on the fast path too, in one compare
+  // against the slab's range of sizes (a few instructions on this path
+  // only).  A size of 0 (new of 0 bytes is given size 1's class) is left
+  // to the slow path.
+  SNMALLOC_FAST_PATH void dealloc_as_allocated(void* p, size_t size, bool (*new_is_ours)() noexcept)
   {
     auto of_size = [size](const SlabMeta* meta) { return meta->holds_size(size); };
     if (config::checks || !dealloc_fast(p, of_size))
-      dealloc_sized_slow<true>(p, size);
+      dealloc_sized_slow(p, size, new_is_ours);
   }
 
   // realloc of p, at which no live object is: the free's own checks say

@@ -3,6 +3,7 @@
 
 #include "../global/global.h"
 
+#include <atomic>
 #include <dlfcn.h>
 #include <new>
 
@@ -45,6 +46,31 @@ namespace snmalloc::detail
         std::__throw_bad_alloc();
       report_fatal("operator new: out of memory, and no libstdc++ to throw std::bad_alloc");
     }
+  }
+
+  // Is the operator new the program calls (`array`: new[]) this
+  // library's?  A program may replace operator new and keep our sized
+  // delete, which then gets the size its new was asked for, while the
+  // object is what that new took from malloc (often more, for a header of
+  // its own): the size's class proves nothing then.  Asked at the first
+  // sized delete whose size misses the object's class, the only time the
+  // answer matters; dlsym finds the definition every caller binds to.
+  template<bool array>
+  SNMALLOC_SLOW_PATH bool new_is_ours() noexcept
+  {
+    static std::atomic<int> known{0}; // 0 not asked yet, 1 ours, 2 the program's
+    int answer = known.load(std::memory_order_relaxed);
+    if (answer == 0)
+    {
+      void* global = ::dlsym(RTLD_DEFAULT, array ? "_Znam" : "_Znwm");
+      Dl_info of_global, of_ours;
+      bool ours = global != nullptr && ::dladdr(global, &of_global) != 0 &&
+        ::dladdr(reinterpret_cast<void*>(&new_is_ours<array>), &of_ours) != 0 &&
+        of_global.dli_fbase == of_ours.dli_fbase;
+      answer = ours ? 1 : 2;
+      known.store(answer, std::memory_order_relaxed);
+    }
+    return answer == 1;
   }
 
   // new must call the new_handler until it gives up, then throw.
@@ -140,11 +166,11 @@ SNMALLOC_EXPORT void operator delete[](void* p) noexcept
 }
 SNMALLOC_EXPORT void operator delete(void* p, size_t size) noexcept
 {
-  snmalloc::dealloc_as_allocated(p, size);
+  snmalloc::dealloc_as_allocated(p, size, snmalloc::detail::new_is_ours<false>);
 }
 SNMALLOC_EXPORT void operator delete[](void* p, size_t size) noexcept
 {
-  snmalloc::dealloc_as_allocated(p, size);
+  snmalloc::dealloc_as_allocated(p, size, snmalloc::detail::new_is_ours<true>);
 }
 SNMALLOC_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept
 {
