@@ -40,10 +40,12 @@ namespace snmalloc::profile
 
   class StackTable
   {
-    static constexpr size_t STACK_BLOCK = size_t(1) << 20;
+    // Blocks are reserved whole at the first sample and touched as they
+    // fill: small enough that the first reservation is under 1 MiB.
+    static constexpr size_t STACK_BLOCK = size_t(1) << 18;
     // Sites by id: blocks of a power of two of them, found in a fixed table
-    // (2^15 sites of 40 bytes a block, 2^27 sites at most).
-    static constexpr size_t SITE_BLOCK_BITS = 15;
+    // (2^13 sites of 40 bytes a block, 2^25 sites at most).
+    static constexpr size_t SITE_BLOCK_BITS = 13;
     static constexpr size_t SITE_BLOCKS = 4096;
 
     SpinLock lock_;
