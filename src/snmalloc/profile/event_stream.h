@@ -27,7 +27,7 @@ namespace snmalloc::profile
     size_t allocated_size;
     size_t interval;
     int64_t time_ns;
-    uint32_t site_id; // the stack table's (stack, size, requested size)
+    uint32_t site_id; // the stack table's (stack, object size)
     uint32_t thread_id;
     SampleMode mode;
   };

@@ -26,7 +26,7 @@ namespace snmalloc::profile
     // alignment puts the record further in: a pointer anywhere into the
     // block then finds the record (ProfilePool::object_holding).
     uint32_t lead;
-    uint32_t site_id; // the stack table's (stack, size, requested size)
+    uint32_t site_id; // the stack table's (stack, object size)
     SampleRecord* prev;
     SampleRecord* next;
     SampleList* list;

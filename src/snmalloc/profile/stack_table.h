@@ -1,15 +1,21 @@
 #pragma once
 // Layer profile, stage "record": the stack table.  Each distinct stack is
-// stored once, and each distinct (stack, object size, requested size), a
-// site, is a small fixed-size entry that names its stack and accumulates
-// the unbiased count and bytes of every allocation sampled there (the
-// profile's alloc_objects / alloc_space).  Sample records carry the site's
-// id, so a live sample costs tens of bytes however deep its stack.
+// stored once, and each distinct (stack, object size), a site, is a small
+// fixed-size entry that names its stack and accumulates the unbiased count
+// and bytes of every allocation sampled there (the profile's alloc_objects
+// / alloc_space).  Sample records carry the site's id, so a live sample
+// costs tens of bytes however deep its stack.
 //
 // Stacks and sites are separate so that a sample at a known call site with
-// a new requested size (nearly every sample when sizes vary) finds its
-// stack warm and adds one 40-byte site at the end of the site array, not a
-// whole entry with its frames (issue 9, ninth pass).
+// a new object size finds its stack warm and adds one 40-byte site at the
+// end of the site array, not a whole entry with its frames (issue 9, ninth
+// pass).  Sites are not keyed by the requested size: on a workload of
+// varied sizes nearly every sample asked for a size never seen before, so
+// the table grew by a site a sample without bound (3.5 MiB on xthread-mix
+// in half a second) and each sample's lookup missed in a growing index
+// (issue 9, tenth pass).  A site keeps the one size all its allocations
+// requested, or 0 (unknown) once two differed; a live object's own
+// requested size is in its record.
 //
 // Entries are immortal, so ids and frame pointers stay valid for the life of
 // the process (the raw sample stream hands them out).  The table's memory
@@ -33,6 +39,7 @@ namespace snmalloc::profile
   {
     const StackEntry* stack;
     uint64_t object_size;
+    // What every allocation sampled here asked for; 0 once two differed.
     uint64_t requested_size;
     double alloc_objects;
     double alloc_bytes;
@@ -86,9 +93,9 @@ namespace snmalloc::profile
 
     // From the stack's hash, not its entry, so that both lookups' lines
     // can be loaded at once.
-    static uint64_t site_hash(uint64_t stack_hash, size_t size, size_t requested)
+    static uint64_t site_hash(uint64_t stack_hash, size_t size)
     {
-      return mix((stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size) * 0x9E3779B97F4A7C15ULL ^ requested);
+      return mix(stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size);
     }
 
     SiteEntry& site(size_t id)
@@ -147,7 +154,7 @@ namespace snmalloc::profile
       double bytes)
     {
       uint64_t sh = stack_hash(frames, depth);
-      uint64_t h = site_hash(sh, object_size, requested_size);
+      uint64_t h = site_hash(sh, object_size);
       LockGuard g(lock_);
       stacks_.prefetch(sh);
       sites_.prefetch(h);
@@ -166,14 +173,15 @@ namespace snmalloc::profile
         h,
         [&](uintptr_t w) {
           const SiteEntry& s = site(w - 1);
-          return s.stack == stack && s.object_size == object_size &&
-            s.requested_size == requested_size;
+          return s.stack == stack && s.object_size == object_size;
         },
         [&] { return new_site(stack, object_size, requested_size); },
         os_bytes_);
       if (word == 0)
         return NO_ID;
       SiteEntry& s = site(word - 1);
+      if (s.requested_size != requested_size)
+        s.requested_size = 0;
       s.alloc_objects += objects;
       s.alloc_bytes += bytes;
       return uint32_t(word - 1);

@@ -1,7 +1,8 @@
-// profile/stack_table.h on its own: stacks and (stack, size, requested
-// size) sites interned through the hash indexes' growth, ids dense and
-// stable, each site's cumulative counts exact, and every site naming the
-// one shared entry of its stack with that stack's frames.
+// profile/stack_table.h on its own: stacks and (stack, object size) sites
+// interned through the hash indexes' growth, ids dense and stable, each
+// site's cumulative counts exact, its requested size kept only while every
+// allocation there asked for the same, and every site naming the one
+// shared entry of its stack with that stack's frames.
 #include <snmalloc/snmalloc.h>
 
 #include <catch2/catch.hpp>
@@ -20,28 +21,31 @@ namespace
 TEST_CASE("the stack table interns stacks and sites, counts exactly, through growth")
 {
   static StackTable table; // 32 KiB of block pointers: not on the stack
-  // 3 stacks x 5,000 requested sizes: 15,000 sites, past three growths of
-  // the site index (4,096 slots at first, grown at half load); every site
-  // recorded twice, the second time in the other order.  Mismatches are
-  // counted and asserted once: a REQUIRE per site took minutes in the
-  // Debug + UBSan build.
+  // 3 stacks x 5,000 object sizes: 15,000 sites, past three growths of
+  // the site index (4,096 slots at first, grown at half load) and across
+  // a site block (8,192 sites); every site recorded twice, the second time
+  // in the other order, asking for the same size again at even sizes and
+  // for another at odd ones.  Mismatches are counted and asserted once: a
+  // REQUIRE per site took minutes in the Debug + UBSan build.
   constexpr size_t sizes = 5'000;
   constexpr size_t sites = 3 * sizes;
-  auto size_of = [](size_t requested) { return (requested + 15) & ~size_t(15); };
-  // Sites are first seen in (requested, stack) order: id = 3 (requested - 1) + stack.
-  auto expected_id = [](size_t requested, size_t stack) { return uint32_t(3 * (requested - 1) + stack); };
+  auto size_of = [](size_t n) { return 16 * n; }; // n = 1..sizes
+  auto requested_of = [&](size_t n, int pass) { return size_of(n) - 1 - size_t(pass) * (n % 2); };
+  // Sites are first seen in (size, stack) order: id = 3 (n - 1) + stack.
+  auto expected_id = [](size_t n, size_t stack) { return uint32_t(3 * (n - 1) + stack); };
   size_t wrong_ids = 0;
   for (int pass = 0; pass < 2; pass++)
   {
     for (size_t i = 0; i < sizes; i++)
     {
-      size_t requested = pass == 0 ? i + 1 : sizes - i;
+      size_t n = pass == 0 ? i + 1 : sizes - i;
       for (size_t stack = 0; stack < 3; stack++)
       {
         double w = double(stack + 1 + pass);
-        size_t size = size_of(requested);
-        uint32_t id = table.record(frames, depths[stack], size, requested, w, w * double(size));
-        wrong_ids += id != expected_id(requested, stack);
+        size_t size = size_of(n);
+        uint32_t id =
+          table.record(frames, depths[stack], size, requested_of(n, pass), w, w * double(size));
+        wrong_ids += id != expected_id(n, stack);
       }
     }
   }
@@ -65,13 +69,15 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
   {
     const SiteEntry& site = copy[id];
     size_t stack = id % 3;
-    size_t requested = id / 3 + 1;
-    // One shared entry per stack; the counts of both passes, exactly
+    size_t n = id / 3 + 1;
+    // One shared entry per stack; the requested size where both passes
+    // asked for the same, else 0; the counts of both passes, exactly
     // (small integers).
+    size_t requested = n % 2 == 0 ? size_of(n) - 1 : 0;
     double objects = double(stack + 1) + double(stack + 2);
     bool right = site.stack == stack_entry[stack] && table.stack_of(id) == site.stack &&
-      site.requested_size == requested && site.object_size == size_of(requested) &&
-      site.alloc_objects == objects && site.alloc_bytes == objects * double(size_of(requested));
+      site.requested_size == requested && site.object_size == size_of(n) &&
+      site.alloc_objects == objects && site.alloc_bytes == objects * double(size_of(n));
     wrong_sites += !right;
   }
   REQUIRE(wrong_sites == 0);
