@@ -158,11 +158,11 @@ check(served > 0 and set(statuses) <= {400, 404, 503, None},
 expect(b"GET /metrics HTTP/1.1\r\n\r\n", 200, "served after the flood")
 
 # --- a client that does not read its response ----------------------------------
-# The response (a profile of many rows) is larger than what the socket
-# buffers hold, so the server must give up on it after the timeout.
+# The response (a heap profile of many rows) is larger than what the
+# socket buffers hold, so the server must give up on it after the timeout.
 start = time.monotonic()
 s = connect(rcvbuf=4096)
-s.sendall(b"GET /debug/pprof/allocs HTTP/1.1\r\n\r\n")
+s.sendall(b"GET /debug/pprof/heap HTTP/1.1\r\n\r\n")
 time.sleep(TIMEOUT * 2 + 2)
 head = s.recv(4096)
 length = None

@@ -229,7 +229,7 @@ else
 fi
 
 # --- bad clients, while the program works ------------------------------------
-tell "many 20000"
+tell "many 150000"
 await '^many' 60 || fail "many did not finish"
 before=$(curl -sf -m 60 "$base/metrics" | awk '$1 == "snmalloc_live_bytes" { print $2 }')
 tell "work 15"

@@ -4,8 +4,9 @@
    "ready", then answers commands on stdin, one line each:
      grow        allocate GROW_MIB more at grow_site         -> "grown"
      peak        PEAK_MIB at peak_site, then free it          -> "peaked"
-     many N      N objects sampled at rate 1 with N distinct requested
-                 sizes (a profile of N rows), rate restored    -> "many"
+     many N      N objects sampled at rate 1, each a distinct (stack,
+                 requested size): a heap profile of N rows, rate
+                 restored                                      -> "many"
      work S      S seconds of allocating and freeing, every block stamped
                  and checked                                   -> "work ok"
      check       every held block still has its stamp          -> "heap ok"
@@ -97,6 +98,37 @@ __attribute__((noinline)) void peak_site(struct held* h)
   hold(h, PEAK_MIB, 0xd4);
 }
 
+/* One object of 16 + i % 1000 bytes, allocated below a path of eight
+   calls, each to many_left or many_right as the bits of i / 1000 say: so
+   that every object (up to 256,000) is a live row of its own, live rows
+   being per stack and requested size. */
+void* many_left(size_t i, size_t path, int levels);
+void* many_right(size_t i, size_t path, int levels);
+
+static void* many_object(size_t i, size_t path, int levels)
+{
+  if (levels == 0)
+    return malloc(16 + i % 1000);
+  return (path & 1) ? many_left(i, path >> 1, levels - 1) :
+                      many_right(i, path >> 1, levels - 1);
+}
+
+/* The empty asm keeps each call from becoming a tail call (a jump leaves
+   no frame to tell the paths apart). */
+__attribute__((noinline)) void* many_left(size_t i, size_t path, int levels)
+{
+  void* p = many_object(i, path, levels);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+__attribute__((noinline)) void* many_right(size_t i, size_t path, int levels)
+{
+  void* p = many_object(i, path, levels);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
 __attribute__((noinline)) void many_site(struct held* h, size_t n)
 {
   h->n = n;
@@ -104,7 +136,7 @@ __attribute__((noinline)) void many_site(struct held* h, size_t n)
   h->stamp = 0;
   for (size_t i = 0; i < n; i++)
   {
-    h->p[i] = malloc(16 + i % 4000); /* distinct (stack, size, requested) */
+    h->p[i] = many_object(i, i / 1000, 8);
     memset(h->p[i], 0, 16);
   }
 }
