@@ -11,11 +11,11 @@
 // end of the site array, not a whole entry with its frames (issue 9, ninth
 // pass).  Sites are not keyed by the requested size: on a workload of
 // varied sizes nearly every sample asked for a size never seen before, so
-// the table grew by a site a sample without bound (3.5 MiB on xthread-mix
-// in half a second) and each sample's lookup missed in a growing index
-// (issue 9, tenth pass).  A site keeps the one size all its allocations
-// requested, or 0 (unknown) once two differed; a live object's own
-// requested size is in its record.
+// the table grew by a site a sample without bound (2.5 MiB of peak RSS on
+// xthread-mix, a run of about a second) and each sample's lookup missed
+// in a growing index (issue 9, tenth pass).  A site keeps the one size
+// all its allocations requested, or 0 (unknown) once two differed; a live
+// object's own requested size is in its record.
 //
 // Entries are immortal, so ids and frame pointers stay valid for the life of
 // the process (the raw sample stream hands them out).  The table's memory
