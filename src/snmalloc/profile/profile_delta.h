@@ -4,9 +4,11 @@
 // first profile scaled by -1 and merged into the second): rows are matched
 // on everything the encoder writes for a row other than its values, the
 // stack's return addresses and the labels bytes, requested and thread.
-// So a live row (per stack-table entry and allocating thread, with a
+// So a live row (per site, requested size and allocating thread, with a
 // thread label) is matched with the same thread's row, and a cumulative
-// row (per entry, no thread label) with the entry's.  Values subtract; a
+// row (per site, no thread label) with the site's whatever its requested
+// label: a site's requested size becomes unknown once a second size is
+// asked there, and the row takes the later profile's.  Values subtract; a
 // row only in the first profile comes back negated; rows whose four values
 // all come to zero are left out, as pprof's merge leaves them out.
 //
@@ -31,7 +33,8 @@ namespace snmalloc::profile
         const ProfileBucket& a = *row;
         const ProfileBucket& b = *o.row;
         return a.depth == b.depth && a.object_size == b.object_size &&
-          a.requested_size == b.requested_size && a.thread_id == b.thread_id &&
+          a.thread_id == b.thread_id &&
+          (a.thread_id == 0 || a.requested_size == b.requested_size) &&
           (a.frames == b.frames ||
            std::equal(a.frames, a.frames + a.depth, b.frames));
       }
@@ -42,7 +45,9 @@ namespace snmalloc::profile
       size_t operator()(const RowKey& k) const
       {
         const ProfileBucket& r = *k.row;
-        uint64_t h = r.object_size * 0x9e3779b97f4a7c15ULL ^ r.requested_size ^
+        // Cumulative rows (thread 0) match whatever their requested size.
+        uint64_t requested = r.thread_id == 0 ? 0 : r.requested_size;
+        uint64_t h = r.object_size * 0x9e3779b97f4a7c15ULL ^ requested ^
           (r.thread_id << 40) ^ r.depth;
         for (uint32_t i = 0; i < r.depth; i++)
           h = (h ^ r.frames[i]) * 0x100000001b3ULL;

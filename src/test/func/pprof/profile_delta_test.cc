@@ -1,6 +1,6 @@
 // profile_delta (heap?seconds=N): rows matched on what the encoder writes
-// for a row (its stack's return addresses, bytes, requested, thread), with
-// exact values: no sampling involved.
+// for a row (its stack's return addresses, bytes, thread, and requested on
+// live rows), with exact values: no sampling involved.
 
 #include <catch2/catch.hpp>
 #include <snmalloc/profile/profile_delta.h>
@@ -74,6 +74,20 @@ TEST_CASE("delta: a different requested size or depth is a different row", "[del
   std::vector<ProfileBucket> after{row(a, 3, 1, 64, 1, 64, 7, 60), row(a, 2, 1, 64, 1, 64, 7, 64)};
   std::vector<ProfileBucket> d = profile_delta(before, after);
   CHECK(d.size() == 3); // nothing matched: both after rows, the before row negated
+}
+
+TEST_CASE("delta: a cumulative row is matched though its requested size became unknown", "[delta]")
+{
+  // The site saw 64-byte requests only, then a 60-byte one: its requested
+  // size reads 0 (unknown) in the later profile.
+  const uintptr_t a[] = {0x1000, 0x2000};
+  std::vector<ProfileBucket> before{row(a, 2, 10, 640, 0, 0, 0, 64)};
+  std::vector<ProfileBucket> after{row(a, 2, 12, 764, 0, 0, 0, 0)};
+  std::vector<ProfileBucket> d = profile_delta(before, after);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].alloc_objects == 2);
+  CHECK(d[0].alloc_bytes == 124);
+  CHECK(d[0].requested_size == 0); // the later profile's label
 }
 
 TEST_CASE("delta of a profile with itself is empty", "[delta]")
