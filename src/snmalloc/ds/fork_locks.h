@@ -2,35 +2,31 @@
 // Layer ds: the locks held across fork(), in one pthread_atfork
 // registration.
 //
-// Each part of the library that has locks (the allocator, the profile
-// shim's dump control, the HTTP endpoint) sets its slot once.  fork()
-// takes them in the slots' order, outermost first: a lock that is held
-// while allocating must be taken before the allocator's own.  Separate
-// pthread_atfork calls would run in the reverse order of registration,
-// that is of which part happened to be set up first: the dump control
-// is set up at load, the allocator at the first malloc, so a fork would
-// take the allocator's locks and then wait for a dump-control lock whose
-// holder waits for an allocator lock (a thread in configure() starting
-// the helper thread).
+// Each part of the library that has locks adds one ForkLock, with an
+// `order` that the part chooses itself: fork() takes the locks in
+// ascending order and releases them in descending order.  A lock whose
+// holder may wait for another registered lock (typically: it allocates
+// while holding it) needs a lower order than that lock; locks that nobody
+// waits under are innermost.  Separate pthread_atfork calls would instead
+// run in the reverse order of registration, that is of which part
+// happened to be set up first, and a fork could take an inner lock and
+// then wait for an outer one whose holder waits for the inner.
 
-#include "../ds_core/ds_core.h"
+#include "spinlock.h"
 
 #include <atomic>
 #include <pthread.h>
 
 namespace snmalloc
 {
-  // The order in which fork() takes the locks.
-  enum class ForkOrder : unsigned
-  {
-    DumpControl, // override/auto_dump.h: held while starting the helper
-    HttpServer, // profile/http_server.h: held while starting its thread
-    Allocator, // global/thread_alloc.h: the pool, the profiler, the backend
-    Count
-  };
-
   struct ForkLock
   {
+    // The order of locks that no other registered lock's holder takes
+    // while holding its own: the allocator's, which every other part may
+    // allocate under.  Outer locks choose a lower order.
+    static constexpr unsigned INNERMOST = ~0u;
+
+    unsigned order;
     void (*prepare)();
     void (*in_parent)();
     void (*in_child)();
@@ -38,39 +34,60 @@ namespace snmalloc
 
   class ForkLocks
   {
-    static constexpr unsigned COUNT = unsigned(ForkOrder::Count);
+    static constexpr unsigned SLOTS = 8;
 
-    std::atomic<const ForkLock*> slot_[COUNT] = {};
+    std::atomic<const ForkLock*> slot_[SLOTS] = {};
     std::atomic<bool> registered_{false};
+    SpinLock adding_;
 
-    // The slots this thread's fork took: one set after prepare may have
-    // come too late for it, so the handlers after fork() must not run it.
-    static inline thread_local unsigned taken_ = 0;
+    // The slots this thread's fork took, in the order taken: one added
+    // after prepare may have come too late for it, so the handlers after
+    // fork() must not run it.
+    static inline thread_local unsigned char taken_[SLOTS];
+    static inline thread_local unsigned taken_count_ = 0;
 
     static void prepare();
     static void in_parent();
     static void in_child();
 
-  public:
-    // Set `lock` as the slot `order` without registering: fork() takes it
-    // once some set() has registered.  For a lock that only a second thread
-    // could hold across another's fork(): a process gets a second thread
-    // from pthread_create, which allocates (the new thread's TLS vector),
-    // and the allocator's first allocation registers (global/thread_alloc.h).
-    // A process that never allocates then makes no pthread_atfork call
-    // (its stub at the far end of the profiling shim's text, libc's code
-    // and list: about one page fault net at start-up).
-    void set_deferred(ForkOrder order, const ForkLock& lock) noexcept
+    // Add `lock` to the slots unless it is there already.
+    void add_slot(const ForkLock& lock) noexcept
     {
-      slot_[unsigned(order)].store(&lock, std::memory_order_release);
+      LockGuard g(adding_);
+      unsigned free_slot = SLOTS;
+      for (unsigned i = 0; i < SLOTS; i++)
+      {
+        const ForkLock* l = slot_[i].load(std::memory_order_relaxed);
+        if (l == &lock)
+          return;
+        if (l == nullptr && free_slot == SLOTS)
+          free_slot = i;
+      }
+      if (free_slot == SLOTS)
+        report_fatal("fork_locks: more than 8 fork locks");
+      slot_[free_slot].store(&lock, std::memory_order_release);
     }
 
-    // Set `lock` (static storage) as the slot `order`, once.  false when
-    // pthread_atfork failed (out of memory); the slot is set all the same
-    // and a later call retries the registration.
-    bool set(ForkOrder order, const ForkLock& lock) noexcept
+  public:
+    // Add `lock` without registering: fork() takes it once some add() has
+    // registered.  For a lock that only a second thread could hold across
+    // another's fork(): a process gets a second thread from pthread_create,
+    // which allocates (the new thread's TLS vector), and the allocator's
+    // first allocation registers (global/thread_alloc.h).  A process that
+    // never allocates then makes no pthread_atfork call (its stub at the
+    // far end of the profiling shim's text, libc's code and list: about one
+    // page fault net at start-up).
+    void add_deferred(const ForkLock& lock) noexcept
     {
-      slot_[unsigned(order)].store(&lock, std::memory_order_release);
+      add_slot(lock);
+    }
+
+    // Add `lock` (static storage), once.  false when pthread_atfork failed
+    // (out of memory); the lock is added all the same and a later call
+    // retries the registration.
+    bool add(const ForkLock& lock) noexcept
+    {
+      add_slot(lock);
       if (registered_.load(std::memory_order_acquire))
         return true;
       // pthread_atfork is thread-safe; two first calls at once would
@@ -86,36 +103,44 @@ namespace snmalloc
 
   inline ForkLocks fork_locks;
 
+  // adding_ is held across fork() too, so a child never finds it held by
+  // a thread it does not have.
   inline void ForkLocks::prepare()
   {
-    unsigned taken = 0;
-    for (unsigned i = 0; i < COUNT; i++)
+    fork_locks.adding_.lock();
+    // The slots in ascending order of their locks (insertion sort: few).
+    unsigned count = 0;
+    for (unsigned i = 0; i < SLOTS; i++)
     {
-      if (const ForkLock* l = fork_locks.slot_[i].load(std::memory_order_acquire))
+      const ForkLock* l = fork_locks.slot_[i].load(std::memory_order_acquire);
+      if (l == nullptr)
+        continue;
+      unsigned at = count++;
+      while (at > 0 &&
+             fork_locks.slot_[taken_[at - 1]].load(std::memory_order_relaxed)->order > l->order)
       {
-        l->prepare();
-        taken |= 1u << i;
+        taken_[at] = taken_[at - 1];
+        at--;
       }
+      taken_[at] = static_cast<unsigned char>(i);
     }
-    taken_ = taken;
+    for (unsigned k = 0; k < count; k++)
+      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->prepare();
+    taken_count_ = count;
   }
 
   inline void ForkLocks::in_parent()
   {
-    for (unsigned i = COUNT; i-- > 0;)
-    {
-      if (taken_ & (1u << i))
-        fork_locks.slot_[i].load(std::memory_order_relaxed)->in_parent();
-    }
+    for (unsigned k = taken_count_; k-- > 0;)
+      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->in_parent();
+    fork_locks.adding_.unlock();
   }
 
   // The child's only thread is the one that forked: its copy of taken_.
   inline void ForkLocks::in_child()
   {
-    for (unsigned i = COUNT; i-- > 0;)
-    {
-      if (taken_ & (1u << i))
-        fork_locks.slot_[i].load(std::memory_order_relaxed)->in_child();
-    }
+    for (unsigned k = taken_count_; k-- > 0;)
+      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->in_child();
+    fork_locks.adding_.unlock();
   }
 } // namespace snmalloc

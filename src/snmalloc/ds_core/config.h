@@ -3,6 +3,7 @@
 // Everywhere else branches on these with `if constexpr`.
 
 #include <cstddef>
+#include <cstdint>
 
 #ifndef SNMALLOC_PROFILE
 #  define SNMALLOC_PROFILE 0

@@ -34,9 +34,10 @@ namespace snmalloc
       alloc_pool.postfork();
     }
 
-    // Innermost: the locks of the layers above are taken first (see
-    // ds/fork_locks.h).
-    inline constexpr ForkLock allocator_fork_lock{prefork, postfork, postfork};
+    // Innermost: every other part of the library may allocate while it
+    // holds its own lock, so fork() takes those first (ds/fork_locks.h).
+    inline constexpr ForkLock allocator_fork_lock{
+      ForkLock::INNERMOST, prefork, postfork, postfork};
 
     // Runs from pthread's key destructors at thread exit (not for the
     // thread that calls exit(): its allocator simply stays attached).
@@ -66,7 +67,7 @@ namespace snmalloc
       }
       if (::pthread_key_create(&teardown_key, teardown) != 0)
         report_fatal("pthread_key_create failed");
-      fork_locks.set(ForkOrder::Allocator, allocator_fork_lock);
+      fork_locks.add(allocator_fork_lock);
       process_setup_state.store(2, std::memory_order_release);
     }
   } // namespace detail

@@ -13,7 +13,7 @@ namespace snmalloc
     DoubleFree, // already free
     Interior, // inside an object, not at its start
     SizeMismatch, // sized delete with a size of another class
-    HeaderOverwritten, // a sampled object's header (see profile/sample_list.h)
+    HeaderOverwritten, // a sampled object's header (see profile/samples/sample_list.h)
   };
 
   [[noreturn]] SNMALLOC_SLOW_PATH inline void report_bad_free(BadFree kind, const void* p) noexcept

@@ -119,20 +119,14 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
     {
       handle_messages();
-      if constexpr (Profiler::enabled)
-      {
-        if (profile_.sample_due(*this, sc))
-          return nullptr;
-      }
+      if (profile_.sample_due(*this, sc))
+        return nullptr;
       Batch b = take_batch(sc);
       if (b.head == nullptr)
         return nullptr;
-      if constexpr (Profiler::enabled)
-      {
-        b = profile_.split(*this, sc, b);
-        if (b.head == nullptr)
-          return nullptr; // the sample point is the batch's first object
-      }
+      b = profile_.split(*this, sc, b);
+      if (b.head == nullptr)
+        return nullptr; // the sample point is the batch's first object
       void* p = b.pop();
       fast = b.head;
       return p;
@@ -143,11 +137,8 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH void*
     alloc_sample_due(FreeObject*& fast, sizeclass_t sc, size_t size, size_t align)
     {
-      if constexpr (Profiler::enabled)
-      {
-        if (profile_.sample_due(*this, sc))
-          return profile_.alloc_at_sample_point(*this, fast, sc, size, align);
-      }
+      if (profile_.sample_due(*this, sc))
+        return profile_.alloc_at_sample_point(*this, fast, sc, size, align);
       return nullptr;
     }
 
@@ -315,11 +306,8 @@ namespace snmalloc
     {
       if (size >= MAX_ALLOC_SIZE || align > (size_t(1) << Arena::BASE_ALIGN_BITS))
         return nullptr;
-      if constexpr (Profiler::enabled)
-      {
-        if (void* p = profile_.alloc_large(*this, size, align, zero))
-          return p;
-      }
+      if (void* p = profile_.alloc_large(*this, size, align, zero))
+        return p;
       return large_run::alloc(size, align, zero, ChunkKind::Large, 0);
     }
 

@@ -13,7 +13,7 @@
 // class per thread) and in remote-free batches not yet handled by their
 // owner.  (Recounting also when a slab wakes, or when the last slab of a
 // class is all free but kept, made the figure tighter and cost 0.2
-// instructions per malloc/free pair in scripts/fastpath-count.sh's loop,
+// instructions per malloc/free pair in scripts/bench/fastpath-count.sh's loop,
 // which wakes and empties its slab every 512 pairs.)
 //
 // Large runs are counted exactly, at their allocation, resizing and free.

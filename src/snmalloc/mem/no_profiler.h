@@ -3,28 +3,33 @@
 // no-op default used when SNMALLOC_PROFILE is off.
 //
 // The profiler enters the allocator only through these named hooks, all on
-// slow paths (profile/profiler.h is the real implementation):
+// slow paths (profile/profiler.h is the real implementation;
+// profiler_contract.h checks at compile time that a policy has each):
+//   enabled                              constexpr: is profiling compiled in
 //   CoreState::sample_due(core, sc)      refill: is a sample point pending in sc?
 //                                        (inline: one compare in the common case)
-//   CoreState::alloc_at_sample_point(..) alloc_sample_due: serve the sampled
-//                                        allocation
 //   CoreState::split(core, sc, batch)    refill: count the batch, hold back
 //                                        objects past the next sample point
 //                                        (inline: one subtract in the common case)
+//   CoreState::alloc_at_sample_point(..) alloc_sample_due: serve the sampled
+//                                        allocation
 //   CoreState::alloc_large(..)           large alloc: count down, maybe sample
+//   CoreState::grew_in_place(..)         realloc grew a large run in place:
+//                                        count the bytes, maybe sample it
 //   CoreState::flush(core)               thread exit: give held objects back
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
 //   entered_sample_path(return_address, frame)
 //                                        alloc_sample_due: the same, and the
 //                                        hook's frame, where a walk may start
-//   CoreState::grew_in_place(..)         realloc grew a large run in place:
-//                                        count the bytes, maybe sample it
 //   dealloc_sampled(p)                   free of a profile-pool object
 //   sampled_object(p)                    the profile-pool object holding p
+//   starts_sample(p)                     free checks: is p a sampled object's start
 //   own_bytes()                          statistics: the profiler's own memory
 //   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
-// The malloc and free fast paths call none of them.
+//   prefork(), postfork()                fork: the profiler's locks held across it
+// The malloc and free fast paths call none of them.  NoProfiler defines
+// each as a no-op that the compiler removes.
 
 #include "slab_meta.h"
 
@@ -44,10 +49,34 @@ namespace snmalloc
 
     struct CoreState
     {
+      template<typename Core>
+      static bool sample_due(Core&, sizeclass_t)
+      {
+        return false;
+      }
+
+      template<typename Core>
+      static Batch split(Core&, sizeclass_t, Batch b)
+      {
+        return b;
+      }
+
+      template<typename Core>
+      static void* alloc_at_sample_point(Core&, FreeObject*&, sizeclass_t, size_t, size_t)
+      {
+        return nullptr;
+      }
+
+      template<typename Core>
+      static void* alloc_large(Core&, size_t, size_t, bool)
+      {
+        return nullptr;
+      }
+
       static void grew_in_place(void*, size_t, size_t, size_t, bool) {}
 
       template<typename Core>
-      void flush(Core&)
+      static void flush(Core&)
       {}
     };
 

@@ -9,7 +9,7 @@
 // allocate or take locks, and an allocating thread must not dump inside
 // malloc.  So the signal handler writes one byte to the pipe (one dump per
 // byte), and a thread whose sample crosses a dump_every or dump_on_growth
-// threshold writes another kind (profile/dump_triggers.h), one dump each
+// threshold writes another kind (profile/samples/dump_triggers.h), one dump each
 // too.  Each dump gets the next sequence number (%n in
 // the path); keep=N removes automatic dumps beyond the newest N (dumps on a
 // signal and at exit are asked for, and kept).  If the program later
@@ -34,8 +34,8 @@
 // reconfiguration that names another signal, or none, gives the old signal
 // its previous action back.
 
-#include "../profile/control.h"
-#include "../profile/env_config.h"
+#include "../profile/profile.h"
+#include "../profile/config/env_config.h"
 #include "http_endpoint.h"
 
 #include <cstdlib>
@@ -191,14 +191,17 @@ namespace snmalloc::profile
         write_leak_report(2);
     }
 
-    static constexpr ForkLock fork_lock{before_fork, after_fork_in_parent, in_fork_child};
+    // Held while configure() starts the HTTP endpoint: taken before the
+    // server's lock.
+    static constexpr ForkLock fork_lock{
+      http::Server::FORK_ORDER - 1, before_fork, after_fork_in_parent, in_fork_child};
 
     bool start_helper_locked()
     {
       if (pipe_write_ >= 0)
         return true;
       // Our own second thread does not rely on pthread_create allocating.
-      if (!fork_locks.set(ForkOrder::DumpControl, fork_lock))
+      if (!fork_locks.add(fork_lock))
         return false;
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0 || ::fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
@@ -324,7 +327,7 @@ namespace snmalloc::profile
     SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
       LockGuard g(lock_);
-      fork_locks.set_deferred(ForkOrder::DumpControl, fork_lock);
+      fork_locks.add_deferred(fork_lock);
       config_ = c;
       kept_count_ = 0;
       kept_first_ = 0;

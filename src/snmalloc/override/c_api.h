@@ -2,7 +2,7 @@
 // Layer override: the definitions of the C API declared in
 // snmalloc/snmalloc_profile.h.
 #include "../snmalloc_profile.h"
-#include "../profile/control.h"
+#include "../profile/profile.h"
 #include "auto_dump.h"
 
 namespace snmalloc::profile::c_api_detail

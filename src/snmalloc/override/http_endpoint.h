@@ -1,6 +1,6 @@
 #pragma once
 // Layer override: the HTTP endpoint's entry points, joining the server
-// (profile/http_server.h, http_routes.h) to the allocator's statistics,
+// (profile/http/http_server.h, http_routes.h) to the allocator's statistics,
 // which only this layer can read.
 //
 //   http_start("127.0.0.1:6060")   serve until http_stop() or exit; ":0"
@@ -13,8 +13,8 @@
 // heap profile, and its function names.
 
 #include "../global/stats.h"
-#include "../profile/env_config.h"
-#include "../profile/http_routes.h"
+#include "../profile/config/env_config.h"
+#include "../profile/http/http_routes.h"
 
 namespace snmalloc::profile
 {

@@ -26,9 +26,9 @@
 //              sampling started; any mode works, sizeclass covers every
 //              size alike.
 
-#include "dump_file.h"
-#include "guard_signal.h"
-#include "pprof_encoder.h"
+#include "pprof/dump_file.h"
+#include "guard/guard_signal.h"
+#include "pprof/pprof_encoder.h"
 #include "snapshot.h"
 
 #include <cstring>

@@ -6,9 +6,9 @@
 // then the total.  A site is a stack-table entry's stack; the entries of
 // one stack with different sizes are one site.
 
-#include "dump_file.h"
+#include "pprof/dump_file.h"
 #include "snapshot.h"
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 #include <algorithm>
 #include <cinttypes>

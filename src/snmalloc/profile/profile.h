@@ -1,34 +1,34 @@
 #pragma once
 // Umbrella of layer profile: heap profiling.  Included by the allocator
-// (global/config_profiler.h) only when SNMALLOC_PROFILE is on.  Includes
-// mem, backend, ds, pal and ds_core; nothing in those includes it.
+// (global/config_profiler.h) only when SNMALLOC_PROFILE is on; nothing in
+// mem, backend, ds, pal or ds_core includes anything of profile/.
 //
-// Pipeline, one file per stage:
-//   decide    sample_mode.h     bytes, count, sizeclass: rates and weights
-//             sampler.h         where the next sample falls, free-list split
-//   record    stack_capture.h   libunwind raw return addresses
-//             stack_table.h     interned stacks, sites + cumulative counts
-//             hash_index.h      its hash indexes
-//   keep      sample_list.h     per-allocator live sample lists
-//             peak_profile.h    the live samples at the heap's peak
-//             dump_triggers.h   dump_every= and dump_on_growth= thresholds
-//             profile_pool.h    the secondary allocator for sampled objects
-//             guarded_slots.h   sampled objects against inaccessible pages
-//   report    guard_report.h    what a fault in a guarded slot was, on stderr
-//             signal_symbolize.h  function names without malloc, for it
-//             guard_signal.h    the SIGSEGV handler, chained
-//   hooks     profiler.h        what the allocator calls
-//   snapshot  live_samples.h    copy under locks
-//             snapshot.h        unbias, aggregate
-//   encode    pprof_encoder.h, protobuf_writer.h, symbolize.h
-//   write     dump_file.h       gzip, temp file + rename
-//   API       control.h         start / stop / is_active / dump / dump_peak
-//             leak_report.h     live sites as text, for stderr at exit
-//   serve     http_server.h     the HTTP endpoint's thread (not included
-//                               here: override/http_endpoint.h starts it)
-//             http_request.h, http_address.h, text_view.h   parsing
-//             http_routes.h     /debug/pprof/..., /metrics
-//             profile_delta.h   heap?seconds=N
-//             metrics_page.h, prometheus_text.h   /metrics
+// One sub-folder per job, bottom-up; src/snmalloc/README.md says which may
+// include which (a test enforces it):
+//
+//   base/     float_math.h (libm's few functions), text_view.h (parsing)
+//   core/     decide: settings.h (start/stop state), sample_mode.h (what
+//             a rate means, what a sample weighs), sampler.h (where the
+//             next sample falls: the free-list split at refill)
+//   stacks/   record: stack_capture.h (the walk: own .eh_frame walker on
+//             x86-64, libgcc's _Unwind_Backtrace elsewhere), frame_rules.h
+//             (its per-address rule cache), stack_table.h + hash_index.h
+//             (interned stacks, sites with cumulative counts)
+//   samples/  keep: sample_list.h (per-allocator live samples),
+//             profile_pool.h (the secondary allocator), live_samples.h
+//             (copy under locks), peak_profile.h, dump_triggers.h,
+//             event_stream.h (the raw stream)
+//   symbols/  symbolize.h (mappings, build IDs, names for dumps),
+//             signal_symbolize.h (names without malloc, for fault reports)
+//   guard/    guarded_slots.h, guard_report.h, guard_signal.h
+//   pprof/    encode and write: protobuf_writer.h, pprof_encoder.h,
+//             profile_delta.h, dump_file.h (gzip, temp file + rename),
+//             zlib_loader.h
+//   (root)    profiler.h (the hooks CoreAlloc calls), snapshot.h
+//             (unbias, aggregate), control.h (start / stop / dump: the C++
+//             API), leak_report.h, this umbrella
+//   http/     the HTTP endpoint (not included here: override/http_endpoint.h
+//             starts it): server, request parser, routes, /metrics
+//   config/   env_config.h: SNMALLOC_PROFILE parsed from the environment
 #include "control.h"
 #include "leak_report.h"

@@ -3,11 +3,11 @@
 // enters the allocator (the interface is described in mem/no_profiler.h).
 // Every hook runs on a slow path.
 
-#include "event_stream.h"
-#include "dump_triggers.h"
-#include "guard_report.h"
-#include "profile_pool.h"
-#include "sampler.h"
+#include "samples/event_stream.h"
+#include "samples/dump_triggers.h"
+#include "guard/guard_report.h"
+#include "samples/profile_pool.h"
+#include "core/sampler.h"
 
 #include <sys/syscall.h>
 
@@ -425,4 +425,6 @@ namespace snmalloc::profile
       event_ring_lock.unlock();
     }
   };
+
+  static_assert(profiler_contract_holds<Profiler>());
 } // namespace snmalloc::profile

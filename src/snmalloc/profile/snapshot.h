@@ -2,8 +2,9 @@
 // Layer profile, stage "snapshot": the aggregation of a copy of the live
 // samples (live_samples.h) into profile buckets, outside every lock.
 
+#include "pprof/pprof_encoder.h"
 #include "profiler.h"
-#include "live_samples.h"
+#include "samples/live_samples.h"
 
 #include <unordered_map>
 #include <vector>

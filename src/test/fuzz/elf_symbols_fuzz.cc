@@ -1,7 +1,7 @@
 // libFuzzer target: the ELF symbol reader the dump runs on every loaded
 // object, fed malformed files (seeded with a real one).  A truncated or
 // hostile file must give no names, or names inside the file, never a crash.
-#include <snmalloc/profile/symbolize.h>
+#include <snmalloc/profile/symbols/symbolize.h>
 
 #include <cstdint>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // libFuzzer target: the SNMALLOC_PROFILE parser, fed any text.  It must
 // either accept it into a valid configuration or reject it, never crash,
 // read out of bounds or leave the path unterminated.
-#include <snmalloc/profile/env_config.h>
+#include <snmalloc/profile/config/env_config.h>
 
 #include <cstdint>
 #include <cstring>

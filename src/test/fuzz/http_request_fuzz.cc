@@ -1,9 +1,9 @@
-// libFuzzer target: the HTTP request parser (profile/http_request.h) fed
+// libFuzzer target: the HTTP request parser (profile/http/http_request.h) fed
 // any bytes, as a client may send them.  It must answer Complete,
 // Incomplete or an error status, never read outside the buffer (the input
 // is copied into a buffer of exactly its size, so ASan sees any overread),
 // and on Complete give a path and query inside the head it measured.
-#include <snmalloc/profile/http_request.h>
+#include <snmalloc/profile/http/http_request.h>
 
 #include <cstdint>
 #include <cstring>

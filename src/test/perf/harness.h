@@ -1,6 +1,6 @@
 // The benchmark harness shared by every program in this folder: command
 // line, wall and CPU timing, failure reporting and the one machine-readable
-// result line that scripts/bench.py reads.
+// result line that scripts/bench/bench.py reads.
 //
 // The programs use plain malloc/free/realloc/new and never link the
 // allocator under test; each allocator is substituted with LD_PRELOAD.

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>
-#include <snmalloc/profile/dump_file.h>
+#include <snmalloc/profile/pprof/dump_file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>

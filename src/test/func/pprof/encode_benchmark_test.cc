@@ -13,7 +13,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
-#include <snmalloc/profile/dump_file.h>
+#include <snmalloc/profile/pprof/dump_file.h>
 
 using namespace snmalloc::profile;
 using namespace pprof_test;

@@ -1,10 +1,10 @@
-// The HTTP request parser (profile/http_request.h) on named cases; the
+// The HTTP request parser (profile/http/http_request.h) on named cases; the
 // server's answers to bad clients are tested end to end in
 // src/test/func/http (bad_clients.py), and the parser is fuzzed
 // (fuzz-http-request).
 
 #include <catch2/catch.hpp>
-#include <snmalloc/profile/http_request.h>
+#include <snmalloc/profile/http/http_request.h>
 #include <string>
 
 using namespace snmalloc::profile;

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <fcntl.h>
 #include <regex>
-#include <snmalloc/profile/dump_file.h>
+#include <snmalloc/profile/pprof/dump_file.h>
 #include <unistd.h>
 
 using namespace snmalloc::profile;

@@ -3,7 +3,7 @@
 // live rows), with exact values: no sampling involved.
 
 #include <catch2/catch.hpp>
-#include <snmalloc/profile/profile_delta.h>
+#include <snmalloc/profile/pprof/profile_delta.h>
 
 using namespace snmalloc::profile;
 

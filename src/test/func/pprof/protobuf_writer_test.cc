@@ -2,7 +2,7 @@
 // examples of the protobuf documentation and hand-worked cases.
 
 #include <catch2/catch.hpp>
-#include <snmalloc/profile/protobuf_writer.h>
+#include <snmalloc/profile/pprof/protobuf_writer.h>
 
 using snmalloc::profile::ProtobufWriter;
 using Bytes = std::vector<uint8_t>;

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <set>
-#include <snmalloc/profile/symbolize.h>
+#include <snmalloc/profile/symbols/symbolize.h>
 #include <zlib.h>
 
 using namespace snmalloc::profile;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
-#include <snmalloc/profile/dump_file.h>
+#include <snmalloc/profile/pprof/dump_file.h>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>

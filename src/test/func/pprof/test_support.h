@@ -3,7 +3,7 @@
 // a way to run `go tool pprof` on what was written.
 
 #include <cstdint>
-#include <snmalloc/profile/pprof_encoder.h>
+#include <snmalloc/profile/pprof/pprof_encoder.h>
 #include <string>
 #include <vector>
 

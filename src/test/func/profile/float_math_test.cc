@@ -1,10 +1,10 @@
-// profile/float_math.h against libm: the sampler's log over its whole
+// profile/base/float_math.h against libm: the sampler's log over its whole
 // domain (u in (0, 1], multiples of 2^-53), log1p over count mode's
 // log(1 - 1/N) and a band around zero, expm1 over the sample weights'
 // arguments (-size/R for sizes 1 byte to 2^40 and R from 1 to 2^40) and a
 // band around zero, and llround over halves and arbitrary values.  Within
 // 2 ulps (libm's own are within 1).
-#include <snmalloc/profile/float_math.h>
+#include <snmalloc/profile/base/float_math.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,4 +1,4 @@
-// profile/stack_table.h on its own: stacks and (stack, object size) sites
+// profile/stacks/stack_table.h on its own: stacks and (stack, object size) sites
 // interned through the hash indexes' growth, ids dense and stable, each
 // site's cumulative counts exact, its requested size kept only while every
 // allocation there asked for the same, and every site naming the one

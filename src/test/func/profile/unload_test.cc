@@ -1,5 +1,5 @@
 // A library unloaded and another mapped at its addresses: the walk's rule
-// cache (profile/stack_capture.h) keeps each return address's frame rule,
+// cache (profile/stacks/stack_capture.h) keeps each return address's frame rule,
 // so without forgetting them at an unload a stack through the new library
 // would be walked with the old one's frame sizes.  The two modules are
 // built from unload_lib.cc with frames of 3072 and 256 bytes at the same

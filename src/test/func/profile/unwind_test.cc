@@ -1,4 +1,4 @@
-// The stack walk of profile/stack_capture.h on frames of every shape the
+// The stack walk of profile/stacks/stack_capture.h on frames of every shape the
 // compiler makes (a plain call, a frame of several KiB, alloca, a stack
 // realigned for an over-aligned local, a callback from libc built without
 // frame pointers, a signal handler, deep recursion): the walk with cached

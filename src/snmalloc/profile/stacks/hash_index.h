@@ -1,0 +1,93 @@
+#pragma once
+// Layer profile/stacks, stage "record": an open-addressing hash index for the
+// stack table's stacks and sites.
+//
+// Each slot is the entry's full hash beside one word naming it (a pointer
+// or an id, never 0), so a probe compares hashes in the index's own line
+// and reads an entry only when its hash matches, and growing moves slots
+// without reading any entry: a new entry (nearly every sample on a
+// workload of many requested sizes) touches one index line, not one cold
+// entry line per probe (issue 9, ninth pass).  Not locked (the owner's lock
+// covers it); its memory comes straight from the OS.
+
+#include "../../pal/pal.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace snmalloc::profile
+{
+  class HashIndex
+  {
+    struct Slot
+    {
+      uint64_t hash;
+      uintptr_t word; // 0: empty
+    };
+
+    Slot* slots_ = nullptr;
+    size_t capacity_ = 0; // a power of two
+    size_t count_ = 0;
+
+    bool grow(std::atomic<size_t>& os_bytes)
+    {
+      size_t capacity = capacity_ == 0 ? 4096 : capacity_ * 2;
+      auto* slots = static_cast<Slot*>(Pal::reserve_lazy_rw(capacity * sizeof(Slot)));
+      if (slots == nullptr)
+        return false;
+      os_bytes.fetch_add(capacity * sizeof(Slot), std::memory_order_relaxed);
+      for (size_t i = 0; i < capacity_; i++)
+      {
+        if (slots_[i].word == 0)
+          continue;
+        size_t j = slots_[i].hash & (capacity - 1);
+        while (slots[j].word != 0)
+          j = (j + 1) & (capacity - 1);
+        slots[j] = slots_[i];
+      }
+      // The old array stays mapped (the PAL returns no address space); it
+      // is half the new one's size, so all of them together are too.
+      slots_ = slots;
+      capacity_ = capacity;
+      return true;
+    }
+
+  public:
+    // Start loading the line where `hash` is looked for, so that two
+    // lookups of one sample wait for their cold lines together.
+    void prefetch(uint64_t hash) const
+    {
+      if (capacity_ != 0)
+        __builtin_prefetch(&slots_[hash & (capacity_ - 1)]);
+    }
+
+    // The word of the entry with this hash for which `same(word)` holds,
+    // or, if there is none, `add()`'s word for a new one; 0 when `add`
+    // fails or memory is exhausted.
+    template<typename Same, typename Add>
+    uintptr_t find_or_add(
+      uint64_t hash, Same&& same, Add&& add, std::atomic<size_t>& os_bytes)
+    {
+      if ((count_ + 1) * 2 > capacity_ && !grow(os_bytes))
+        return 0;
+      size_t j = hash & (capacity_ - 1);
+      for (; slots_[j].word != 0; j = (j + 1) & (capacity_ - 1))
+      {
+        if (slots_[j].hash == hash && same(slots_[j].word))
+          return slots_[j].word;
+      }
+      uintptr_t word = add();
+      if (word != 0)
+      {
+        slots_[j] = Slot{hash, word};
+        count_++;
+      }
+      return word;
+    }
+
+    size_t count() const
+    {
+      return count_;
+    }
+  };
+} // namespace snmalloc::profile

@@ -1,0 +1,477 @@
+#pragma once
+// Layer profile/stacks, stage "record": capturing the allocating call stack.
+//
+// The stack is walked with the binaries' DWARF unwind tables, the ones
+// C++ exceptions use (frame_rules.h), so code built without frame pointers
+// unwinds as exactly as code built with them; only raw return addresses
+// are kept, names are resolved at dump time.  The rule of each address is
+// cached, so a sample's walk is a few loads per frame; a stack with a frame
+// the rules do not cover (a signal frame, a realigned stack) is walked by
+// the toolchain's unwinder instead (`_Unwind_Backtrace`).  The walk may take
+// the loader's lock, so it runs with no allocator lock held and with the
+// re-entrancy guard set.  Tests replace the source to get stacks that do not
+// depend on the unwinder.
+
+#include "frame_rules.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <unwind.h>
+
+namespace snmalloc::profile
+{
+  // Writes up to `max` return addresses, innermost first; returns how many.
+  using StackSource = size_t (*)(uintptr_t* out, size_t max);
+
+  inline std::atomic<StackSource> stack_source{nullptr};
+
+  // The allocator's slow path notes the address it will return to (in
+  // malloc, operator new, or the user of the inline C++ API), and the stack
+  // is cut there: frames inside the allocator are not recorded, whatever
+  // the optimiser inlined or turned into tail calls.  Entry points
+  // themselves are kept and hidden by the profile's drop_frames.
+  inline thread_local uintptr_t slow_path_return_address = 0;
+
+  // Where a small sample's walk starts: the frame of the allocator's
+  // sampling hook (global/api.h, alloc_sample_due), which keeps a frame
+  // pointer for it, so the frames of the profiler and of the allocator
+  // below it (five of them) are not walked: on perf-xthread-mix about 200
+  // instructions of a sample's 2,000 (issue 9, seventh pass).  Set by
+  // entered_sample_path, taken by the next capture, and cleared by every
+  // other way to a sample (entered_slow_path), so that it never outlives
+  // its frame.  `frame` is rbp there: the saved rbp at it, the return
+  // address into alloc_slow above it.
+  struct WalkStart
+  {
+    uintptr_t frame = 0;
+    uintptr_t return_address = 0;
+  };
+
+  inline thread_local WalkStart sample_walk_start;
+
+  // If that address is not found (a frame the unwinder could not see), cut
+  // this many: capture_stack, take_sample, the sampling hook, the
+  // CoreAlloc slow path, alloc_slow.
+  constexpr size_t ALLOCATOR_FRAMES = 5;
+
+  // The entry points (malloc, operator new, ...) usually reach alloc_slow
+  // by a tail call and leave no frame; where they do not (unoptimised
+  // builds), their frame is cut too.  The override layer registers them at
+  // start-up, so the depth a user asks for counts the user's frames only.
+  class EntryPoints
+  {
+    static constexpr size_t MAX = 32;
+    void* functions_[MAX] = {};
+    std::atomic<size_t> count_{0};
+    // Their extents, looked up (dladdr1) at the first sample, not at
+    // start-up: 40,000 instructions a process that never samples need not
+    // pay.  A thread that finds them unresolved resolves them itself; none
+    // waits for another (which might wait for the loader's lock this one
+    // holds), and all store the same values.
+    std::atomic<uintptr_t> start_[MAX] = {};
+    std::atomic<uintptr_t> end_[MAX] = {};
+    std::atomic<size_t> resolved_{0};
+    // Bounds that need no lookup: no entry point starts below the lowest
+    // or is longer than SPAN (they are short wrappers), so an address
+    // outside [lowest_, highest_ + SPAN] is in none.  The usual caller is
+    // in another object, and a short program's first sample then skips
+    // the 17 dladdr1 calls (35,000 instructions of a C++ program's start).
+    static constexpr uintptr_t SPAN = 64 * 1024;
+    uintptr_t lowest_ = 0;
+    uintptr_t highest_ = 0;
+
+    SNMALLOC_SLOW_PATH void resolve(size_t n) noexcept
+    {
+      for (size_t i = 0; i < n; i++)
+      {
+        Dl_info info;
+        void* entry = nullptr; // dladdr1 writes a const ElfW(Sym)* here
+        uintptr_t start = 0, end = 0;
+        if (
+          ::dladdr1(functions_[i], &info, &entry, RTLD_DL_SYMENT) != 0 && entry != nullptr &&
+          info.dli_saddr != nullptr)
+        {
+          start = reinterpret_cast<uintptr_t>(info.dli_saddr);
+          end = start + static_cast<const ElfW(Sym)*>(entry)->st_size;
+        }
+        start_[i].store(start, std::memory_order_relaxed);
+        end_[i].store(end, std::memory_order_relaxed);
+      }
+      resolved_.store(n, std::memory_order_release);
+    }
+
+  public:
+    // The entry points are `n` functions whose symbols (with their sizes)
+    // the dynamic linker knows; others are ignored.  Called once, before
+    // threads start.  (Written, not read, first: reading an untouched page
+    // of .bss and then writing it is two page faults at start-up.)
+    void set(void* const* fns, size_t n) noexcept
+    {
+      n = n < MAX ? n : MAX;
+      uintptr_t lowest = UINTPTR_MAX, highest = 0;
+      for (size_t i = 0; i < n; i++)
+      {
+        functions_[i] = fns[i];
+        uintptr_t at = reinterpret_cast<uintptr_t>(fns[i]);
+        lowest = at < lowest ? at : lowest;
+        highest = at > highest ? at : highest;
+      }
+      lowest_ = lowest;
+      highest_ = highest;
+      count_.store(n, std::memory_order_release);
+    }
+
+    // A return address inside one of them (it may equal the end when the
+    // call is the function's last instruction).
+    bool contains(uintptr_t return_address) noexcept
+    {
+      size_t n = count_.load(std::memory_order_acquire);
+      if (return_address <= lowest_ || return_address > highest_ + SPAN)
+        return false;
+      if (SNMALLOC_UNLIKELY(resolved_.load(std::memory_order_acquire) != n))
+        resolve(n);
+      for (size_t i = 0; i < n; i++)
+      {
+        if (
+          return_address > start_[i].load(std::memory_order_relaxed) &&
+          return_address <= end_[i].load(std::memory_order_relaxed))
+          return true;
+      }
+      return false;
+    }
+  };
+
+  inline EntryPoints entry_points;
+
+  // Frame rules by address, direct-mapped and shared by all threads: one
+  // 64-bit word an entry, the address's bits above the index's (user space:
+  // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
+  // entry, never half of two.  The packing is laid out for the walk, which
+  // steps by an entry's bits without unpacking them (a step was 53
+  // instructions with the rule unpacked, issue 9, seventh pass).  Rules that
+  // do not fit (a frame of 2 MiB) are read from the tables every time.
+  // 32 KiB of zeroes until a sample.
+  class FrameRuleCache
+  {
+    static constexpr unsigned INDEX_BITS = 12;
+    static constexpr uintptr_t INDEX_MASK = (uintptr_t(1) << INDEX_BITS) - 1;
+    static constexpr unsigned RULE_BITS = 29;
+    static constexpr unsigned HIGH_BITS = 64 - RULE_BITS;
+    std::atomic<uint64_t> entries_[size_t(1) << INDEX_BITS] = {};
+    // The loader's count of unloaded objects when the entries were made:
+    // an address of an unloaded library may come back with other code.
+    std::atomic<unsigned long long> unloads_{0};
+    // Held while this reads the count: dl_iterate_phdr takes the loader's
+    // lock, which a fork() child would inherit held by a thread it does
+    // not have; prefork holds this instead.
+    SpinLock reading_;
+
+    // The low bits mixed with the next ones (return addresses of one
+    // function differ in the low bits, of different libraries above them);
+    // with the high bits stored, the index gives back the low ones.
+    static size_t index(uintptr_t address)
+    {
+      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
+    }
+
+    static bool pack(const FrameRule& rule, uint64_t& bits)
+    {
+      if (rule.kind != FrameRule::Kind::Step)
+      {
+        bits = uint64_t(rule.kind) << 1; // not 0: Step is the only kind 0
+        return true;
+      }
+      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
+        return false;
+      bits = Step::STEP | (rule.cfa_from_rbp ? Step::FROM_RBP : 0) |
+        uint64_t(rule.cfa_offset / 8) << Step::CFA_SHIFT;
+      if (rule.rbp_saved)
+      {
+        if (rule.rbp_offset % 8 != 0 || rule.rbp_offset > -8 || rule.rbp_offset / 8 <= -64)
+          return false;
+        bits |= Step::RBP_SAVED | uint64_t(-rule.rbp_offset);
+      }
+      return true;
+    }
+
+    static int count_unloads(dl_phdr_info* info, size_t, void* out)
+    {
+      *static_cast<unsigned long long*>(out) = info->dlpi_subs;
+      return 1; // the first object says it
+    }
+
+    // An address not in the cache: its rule, from the tables, cached if it
+    // fits.
+    SNMALLOC_SLOW_PATH FrameRule rule_at_slow(uintptr_t address)
+    {
+      FrameRule rule = frame_rule_at(address);
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t bits;
+      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
+        entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
+      return rule;
+    }
+
+  public:
+    // A cached step: the bits of an entry whose STEP bit is set, read in
+    // place.  Bit 0: a step; 1: the CFA from rbp, not rsp; 2: rbp saved;
+    // 3-8: its slot below the CFA, in bytes (a multiple of 8, below 512);
+    // 11-28: the CFA's offset from that register, in words.  Terminal kinds
+    // are kept as their kind in bits 1-2 with bit 0 clear.
+    struct Step
+    {
+      static constexpr uint64_t STEP = 1;
+      static constexpr uint64_t FROM_RBP = 2;
+      static constexpr uint64_t RBP_SAVED = 4;
+      static constexpr uint64_t RBP_SLOT = 0x1f8;
+      static constexpr unsigned CFA_SHIFT = 11;
+      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 18) - 1;
+
+      uint64_t bits;
+
+      bool cfa_from_rbp() const
+      {
+        return (bits & FROM_RBP) != 0;
+      }
+      uintptr_t cfa_offset() const
+      {
+        return uintptr_t(bits >> (CFA_SHIFT - 3)) & (CFA_WORDS << 3);
+      }
+      bool rbp_saved() const
+      {
+        return (bits & RBP_SAVED) != 0;
+      }
+      // rbp's slot is at CFA - this.
+      uintptr_t rbp_below_cfa() const
+      {
+        return uintptr_t(bits & RBP_SLOT);
+      }
+    };
+
+    // Forget every rule if a library was unloaded since they were made.
+    // While another thread reads the count, this one trusts it: that thread
+    // may be waiting for the loader's lock held by a dlopen that allocates.
+    void check_unloads()
+    {
+      if (!reading_.try_lock())
+        return;
+      unsigned long long unloads = 0;
+      ::dl_iterate_phdr(count_unloads, &unloads);
+      if (SNMALLOC_UNLIKELY(unloads != unloads_.load(std::memory_order_relaxed)))
+      {
+        for (auto& entry : entries_)
+          entry.store(0, std::memory_order_relaxed);
+        unloads_.store(unloads, std::memory_order_relaxed);
+      }
+      reading_.unlock();
+    }
+
+    void prefork() noexcept
+    {
+      reading_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      reading_.unlock();
+    }
+
+    // The cached step at `address`, true; or false and its rule in `rule`
+    // (any kind, from the cache or the tables).
+    SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)
+    {
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
+      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & Step::STEP) != 0))
+      {
+        step.bits = word;
+        return true;
+      }
+      if ((word >> RULE_BITS) == high && (word & 7) != 0)
+        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
+      else
+        rule = rule_at_slow(address);
+      return false;
+    }
+  };
+
+  inline FrameRuleCache frame_rule_cache;
+
+#if defined(__x86_64__)
+  // Return addresses of the frames from the one whose code is at `address`
+  // (an instruction; for a caller, inside its call) with stack pointer
+  // `sp` and rbp `bp`, outwards; SIZE_MAX if a frame needs the toolchain's
+  // unwinder.
+  SNMALLOC_FAST_PATH size_t
+  step_frames(uintptr_t address, uintptr_t sp, uintptr_t bp, uintptr_t* out, size_t max)
+  {
+    size_t n = 0;
+    while (n < max)
+    {
+      // One frame: its CFA (the caller's rsp) from rsp or rbp, the return
+      // address just below it, rbp restored if the frame saved it.
+      bool from_rbp, rbp_saved;
+      uintptr_t cfa_offset, rbp_below_cfa;
+      FrameRuleCache::Step step;
+      FrameRule rule;
+      if (SNMALLOC_LIKELY(frame_rule_cache.step_at(address, step, rule)))
+      {
+        from_rbp = step.cfa_from_rbp();
+        cfa_offset = step.cfa_offset();
+        rbp_saved = step.rbp_saved();
+        rbp_below_cfa = step.rbp_below_cfa();
+      }
+      else
+      {
+        if (rule.kind == FrameRule::Kind::Unsupported)
+          return SIZE_MAX;
+        if (rule.kind != FrameRule::Kind::Step)
+          break;
+        from_rbp = rule.cfa_from_rbp;
+        cfa_offset = uintptr_t(intptr_t(rule.cfa_offset));
+        rbp_saved = rule.rbp_saved;
+        rbp_below_cfa = uintptr_t(-intptr_t(rule.rbp_offset));
+      }
+      uintptr_t cfa = (from_rbp ? bp : sp) + cfa_offset;
+      if (cfa <= sp) // callers' frames lie above: a wrong table, stop
+        break;
+      uintptr_t return_address = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      if (rbp_saved)
+        bp = *reinterpret_cast<const uintptr_t*>(cfa - rbp_below_cfa);
+      sp = cfa;
+      if (return_address == 0)
+        break;
+      out[n++] = return_address;
+      address = return_address - 1; // inside the call instruction
+    }
+    return n;
+  }
+#endif
+
+  // Return addresses from this function's own (an address in its caller)
+  // outwards; SIZE_MAX if a frame needs the toolchain's unwinder.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack(uintptr_t* out, size_t max)
+  {
+#if defined(__x86_64__)
+    uintptr_t ip, sp, bp;
+    // rbp first: when this function uses rbp as an ordinary register, an
+    // output may be given it.
+    asm volatile("movq %%rbp, %2\n\tmovq %%rsp, %1\n\tleaq 0(%%rip), %0"
+                 : "=&r"(ip), "=&r"(sp), "=&r"(bp));
+    // ip: an instruction of this function, not a call
+    return step_frames(ip, sp, bp, out, max);
+#else
+    // The rules are x86-64's (frame_rules.h): elsewhere the toolchain's
+    // unwinder walks every stack.
+    (void)out;
+    (void)max;
+    return SIZE_MAX;
+#endif
+  }
+
+  // Return addresses from the caller of `start`'s frame outwards, as
+  // walk_stack would find them there; 0 if that frame is not live on this
+  // stack (below this one's, or its return address changed), SIZE_MAX if a
+  // frame needs the toolchain's unwinder.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack_from(WalkStart start, uintptr_t* out, size_t max)
+  {
+#if defined(__x86_64__)
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (start.frame <= here)
+      return 0;
+    const auto* frame = reinterpret_cast<const uintptr_t*>(start.frame);
+    if (frame[1] != start.return_address)
+      return 0;
+    // The hook's frame stepped by its frame pointer: the CFA above the
+    // return address, rbp saved at the frame.
+    return step_frames(start.return_address - 1, start.frame + 16, frame[0], out, max);
+#else
+    (void)start;
+    (void)out;
+    (void)max;
+    return 0;
+#endif
+  }
+
+  namespace stack_capture_detail
+  {
+    struct Trace
+    {
+      uintptr_t* out;
+      size_t max;
+      size_t n;
+      size_t skip;
+    };
+
+    inline _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* arg)
+    {
+      auto* trace = static_cast<Trace*>(arg);
+      if (trace->skip > 0)
+      {
+        trace->skip--;
+        return _URC_NO_REASON;
+      }
+      uintptr_t ip = _Unwind_GetIP(context);
+      // After the outermost frame libgcc reports a caller at 0.
+      if (trace->n == trace->max || ip == 0)
+        return _URC_END_OF_STACK;
+      trace->out[trace->n++] = ip;
+      return _URC_NO_REASON;
+    }
+  } // namespace stack_capture_detail
+
+  // The same with the toolchain's unwinder: slower (each frame's table is
+  // read afresh), but it knows every kind of frame.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack_fully(uintptr_t* out, size_t max)
+  {
+    // The first address is in this function: skip it, so that the first
+    // kept is in our caller, as with walk_stack.
+    stack_capture_detail::Trace trace{out, max, 0, 1};
+    _Unwind_Backtrace(stack_capture_detail::add_frame, &trace);
+    return trace.n;
+  }
+
+  SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
+  {
+    if (StackSource source = stack_source.load(std::memory_order_acquire))
+      return source(out, max);
+    // Room for the allocator's frames, an entry point's, and slack.
+    constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
+    uintptr_t raw[MAX_DEPTH + CUT];
+    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
+    frame_rule_cache.check_unloads();
+    WalkStart start = sample_walk_start;
+    sample_walk_start = {};
+    // Started at the hook, the walk's first address is alloc_slow's return.
+    size_t first = 0;
+    size_t n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;
+    if (n == 0)
+    {
+      n = walk_stack(raw, want);
+      first = ALLOCATOR_FRAMES;
+    }
+    if (n == SIZE_MAX)
+    {
+      n = walk_stack_fully(raw, want);
+      first = ALLOCATOR_FRAMES;
+    }
+    for (size_t i = 0; i < n && i < CUT; i++)
+    {
+      if (raw[i] == slow_path_return_address)
+      {
+        first = i;
+        break;
+      }
+    }
+    while (first < n && entry_points.contains(raw[first]))
+      first++;
+    if (n <= first)
+      return 0;
+    size_t depth = n - first;
+    if (depth > max)
+      depth = max;
+    for (size_t i = 0; i < depth; i++)
+      out[i] = raw[i + first];
+    return depth;
+  }
+} // namespace snmalloc::profile

@@ -1,0 +1,225 @@
+#pragma once
+// Layer profile/stacks, stage "record": the stack table.  Each distinct stack is
+// stored once, and each distinct (stack, object size), a site, is a small
+// fixed-size entry that names its stack and accumulates the unbiased count
+// and bytes of every allocation sampled there (the profile's alloc_objects
+// / alloc_space).  Sample records carry the site's id, so a live sample
+// costs tens of bytes however deep its stack.
+//
+// Stacks and sites are separate so that a sample at a known call site with
+// a new object size finds its stack warm and adds one 40-byte site at the
+// end of the site array, not a whole entry with its frames (issue 9, ninth
+// pass).  Sites are not keyed by the requested size: on a workload of
+// varied sizes nearly every sample asked for a size never seen before, so
+// the table grew by a site a sample without bound (2.5 MiB of peak RSS on
+// xthread-mix, a run of about a second) and each sample's lookup missed
+// in a growing index (issue 9, tenth pass).  A site keeps the one size
+// all its allocations requested, or 0 (unknown) once two differed; a live
+// object's own requested size is in its record.
+//
+// Entries are immortal, so ids and frame pointers stay valid for the life of
+// the process (the raw sample stream hands them out).  The table's memory
+// comes straight from the OS, never from malloc.
+
+#include "hash_index.h"
+#include "stack_capture.h"
+
+#include <cstring>
+
+namespace snmalloc::profile
+{
+  struct StackEntry
+  {
+    uint64_t hash;
+    uint32_t depth;
+    uintptr_t frames[1]; // `depth` of them
+  };
+
+  struct SiteEntry
+  {
+    const StackEntry* stack;
+    uint64_t object_size;
+    // What every allocation sampled here asked for; 0 once two differed.
+    uint64_t requested_size;
+    double alloc_objects;
+    double alloc_bytes;
+  };
+
+  class StackTable
+  {
+    // Blocks are reserved whole at the first sample and touched as they
+    // fill: small enough that the first reservation is under 1 MiB.
+    static constexpr size_t STACK_BLOCK = size_t(1) << 18;
+    // Sites by id: blocks of a power of two of them, found in a fixed table
+    // (2^13 sites of 40 bytes a block, 2^25 sites at most).
+    static constexpr size_t SITE_BLOCK_BITS = 13;
+    static constexpr size_t SITE_BLOCKS = 4096;
+
+    SpinLock lock_;
+    HashIndex stacks_; // words: StackEntry pointers
+    HashIndex sites_; // words: site id + 1
+    char* stack_cursor_ = nullptr;
+    char* stack_end_ = nullptr;
+    SiteEntry* site_blocks_[SITE_BLOCKS] = {};
+    std::atomic<size_t> os_bytes_{0};
+
+    void* os_alloc(size_t bytes)
+    {
+      void* p = Pal::reserve_lazy_rw(bytes);
+      if (p != nullptr)
+        os_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      return p;
+    }
+
+    static uint64_t mix(uint64_t h)
+    {
+      h ^= h >> 33;
+      h *= 0xff51afd7ed558ccdULL;
+      h ^= h >> 33;
+      return h;
+    }
+
+    static uint64_t stack_hash(const uintptr_t* frames, size_t depth)
+    {
+      uint64_t h = 0x9E3779B97F4A7C15ULL ^ depth;
+      for (size_t i = 0; i < depth; i++)
+      {
+        h ^= frames[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+      }
+      return mix(h);
+    }
+
+    // From the stack's hash, not its entry, so that both lookups' lines
+    // can be loaded at once.
+    static uint64_t site_hash(uint64_t stack_hash, size_t size)
+    {
+      return mix(stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size);
+    }
+
+    SiteEntry& site(size_t id)
+    {
+      return site_blocks_[id >> SITE_BLOCK_BITS][id & ((size_t(1) << SITE_BLOCK_BITS) - 1)];
+    }
+
+    StackEntry* new_stack(const uintptr_t* frames, size_t depth, uint64_t hash)
+    {
+      size_t bytes = bits::align_up(
+        sizeof(StackEntry) + (depth ? depth - 1 : 0) * sizeof(uintptr_t), 16);
+      if (stack_cursor_ == nullptr || stack_cursor_ + bytes > stack_end_)
+      {
+        stack_cursor_ = static_cast<char*>(os_alloc(STACK_BLOCK));
+        if (stack_cursor_ == nullptr)
+          return nullptr;
+        stack_end_ = stack_cursor_ + STACK_BLOCK;
+      }
+      auto* e = reinterpret_cast<StackEntry*>(stack_cursor_);
+      stack_cursor_ += bytes;
+      std::memcpy(e->frames, frames, depth * sizeof(uintptr_t));
+      e->depth = uint32_t(depth);
+      e->hash = hash;
+      return e;
+    }
+
+    // The new site's id + 1, 0 when out of memory.
+    uintptr_t new_site(const StackEntry* stack, size_t object_size, size_t requested_size)
+    {
+      size_t id = sites_.count();
+      size_t block = id >> SITE_BLOCK_BITS;
+      if (block >= SITE_BLOCKS)
+        return 0;
+      if (site_blocks_[block] == nullptr)
+      {
+        site_blocks_[block] = static_cast<SiteEntry*>(
+          os_alloc(sizeof(SiteEntry) << SITE_BLOCK_BITS));
+        if (site_blocks_[block] == nullptr)
+          return 0;
+      }
+      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0};
+      return id + 1;
+    }
+
+  public:
+    static constexpr uint32_t NO_ID = 0xffffffff;
+
+    // Find or add the site and count one sampled allocation of weight
+    // `objects` and `bytes` on it; its id, NO_ID when out of memory.
+    uint32_t record(
+      const uintptr_t* frames,
+      size_t depth,
+      size_t object_size,
+      size_t requested_size,
+      double objects,
+      double bytes)
+    {
+      uint64_t sh = stack_hash(frames, depth);
+      uint64_t h = site_hash(sh, object_size);
+      LockGuard g(lock_);
+      stacks_.prefetch(sh);
+      sites_.prefetch(h);
+      auto* stack = reinterpret_cast<const StackEntry*>(stacks_.find_or_add(
+        sh,
+        [&](uintptr_t word) {
+          auto* e = reinterpret_cast<const StackEntry*>(word);
+          return e->depth == depth &&
+            std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0;
+        },
+        [&] { return reinterpret_cast<uintptr_t>(new_stack(frames, depth, sh)); },
+        os_bytes_));
+      if (stack == nullptr)
+        return NO_ID;
+      uintptr_t word = sites_.find_or_add(
+        h,
+        [&](uintptr_t w) {
+          const SiteEntry& s = site(w - 1);
+          return s.stack == stack && s.object_size == object_size;
+        },
+        [&] { return new_site(stack, object_size, requested_size); },
+        os_bytes_);
+      if (word == 0)
+        return NO_ID;
+      SiteEntry& s = site(word - 1);
+      if (s.requested_size != requested_size)
+        s.requested_size = 0;
+      s.alloc_objects += objects;
+      s.alloc_bytes += bytes;
+      return uint32_t(word - 1);
+    }
+
+    // Address space taken from the OS (touched as entries fill it).
+    size_t os_bytes() const
+    {
+      return os_bytes_.load(std::memory_order_relaxed);
+    }
+
+    // The stack of a site.
+    const StackEntry* stack_of(uint32_t id)
+    {
+      LockGuard g(lock_);
+      return id < sites_.count() ? site(id).stack : nullptr;
+    }
+
+    // Each site as it is now (its counts cumulative), in id order, under
+    // the lock; the stack a site points to is immortal.
+    template<typename F>
+    void for_each(F&& f)
+    {
+      LockGuard g(lock_);
+      for (size_t i = 0; i < sites_.count(); i++)
+        f(site(i));
+    }
+
+    void prefork() noexcept
+    {
+      lock_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      lock_.unlock();
+    }
+  };
+
+  inline StackTable stack_table;
+} // namespace snmalloc::profile
