@@ -16,7 +16,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian's prometheus service on :9090; the test does not use it).
 packages=(cmake g++ clang make catch2 zlib1g-dev
           golang-go graphviz valgrind python3 bc prometheus curl)
-bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev hyperfine)
+bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev)
 
 for arg in "$@"; do
   case "$arg" in
