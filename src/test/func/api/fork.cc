@@ -155,7 +155,7 @@ TEST_CASE("fork-while-threads-allocate")
 namespace
 {
   // A lock of a layer above the allocator, held while allocating as the
-  // dump control and the HTTP endpoint hold theirs.  Its slot is set after
+  // dump control and the HTTP endpoint hold theirs.  It is added after
   // the allocator's: fork() must still take it first.  Its prepare reads
   // the statistics, which take the backend's lock: if the allocator's
   // locks were held already, this thread would wait for itself.
@@ -189,15 +189,15 @@ namespace
     outer_mutex.unlock();
   }
 
-  constexpr snmalloc::ForkLock outer_lock{outer_prepare, outer_in_parent, outer_in_child};
+  constexpr snmalloc::ForkLock outer_lock{
+    snmalloc::ForkLock::INNERMOST - 1, outer_prepare, outer_in_parent, outer_in_child};
 }
 
 TEST_CASE("fork-takes-outer-locks-before-the-allocators")
 {
-  void* held = std::malloc(100); // the allocator's slot is set by now
+  void* held = std::malloc(100); // the allocator's lock is added by now
   REQUIRE(held != nullptr);
-  // The slot the HTTP endpoint would use; this program never starts it.
-  REQUIRE(snmalloc::fork_locks.set(snmalloc::ForkOrder::HttpServer, outer_lock));
+  REQUIRE(snmalloc::fork_locks.add(outer_lock));
   // In the wrong order the fork never returns: SIGALRM ends the test.
   alarm(child_time_limit_seconds);
   outer_event_count = 0;
@@ -220,8 +220,8 @@ TEST_CASE("fork-takes-outer-locks-before-the-allocators")
 
 namespace
 {
-  // A slot set without registering (as the dump control's is at load):
-  // fork() takes it through the registration another slot made, here the
+  // A lock added without registering (as the dump control's is at load):
+  // fork() takes it through the registration another lock made, here the
   // allocator's at this program's first allocation.
   int deferred_prepares = 0;
   int deferred_children = 0;
@@ -238,16 +238,15 @@ namespace
     deferred_children++;
   }
 
-  constexpr snmalloc::ForkLock deferred_lock{deferred_prepare, deferred_in_parent, deferred_in_child};
+  constexpr snmalloc::ForkLock deferred_lock{
+    snmalloc::ForkLock::INNERMOST - 1, deferred_prepare, deferred_in_parent, deferred_in_child};
 }
 
 TEST_CASE("fork-takes-a-deferred-slot-once-another-registered")
 {
-  void* held = std::malloc(100); // the allocator's slot registers by now
+  void* held = std::malloc(100); // the allocator's lock registers by now
   REQUIRE(held != nullptr);
-  // The HTTP endpoint's slot, which this program never starts (the case
-  // above set it with set(); this replaces it).
-  snmalloc::fork_locks.set_deferred(snmalloc::ForkOrder::HttpServer, deferred_lock);
+  snmalloc::fork_locks.add_deferred(deferred_lock);
   alarm(child_time_limit_seconds);
   pid_t child = fork();
   REQUIRE(child >= 0);
@@ -256,6 +255,58 @@ TEST_CASE("fork-takes-a-deferred-slot-once-another-registered")
   alarm(0);
   CHECK(deferred_prepares == 1);
   CHECK(deferred_children == 0);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::free(held);
+}
+
+namespace
+{
+  // Locks of three orders, added neither in their order nor once: fork()
+  // takes each once, lowest order first, and releases them in reverse.
+  std::string order_events;
+
+  template<char Name>
+  struct OrderedLock
+  {
+    static void prepare()
+    {
+      order_events += Name;
+    }
+    static void after()
+    {
+      order_events += char(Name - 'a' + 'A');
+    }
+  };
+
+  constexpr snmalloc::ForkLock lock_a{
+    100, OrderedLock<'a'>::prepare, OrderedLock<'a'>::after, OrderedLock<'a'>::after};
+  constexpr snmalloc::ForkLock lock_b{
+    200, OrderedLock<'b'>::prepare, OrderedLock<'b'>::after, OrderedLock<'b'>::after};
+  constexpr snmalloc::ForkLock lock_c{
+    300, OrderedLock<'c'>::prepare, OrderedLock<'c'>::after, OrderedLock<'c'>::after};
+}
+
+TEST_CASE("fork-takes-locks-by-their-order-each-once")
+{
+  void* held = std::malloc(100);
+  REQUIRE(held != nullptr);
+  order_events.reserve(64); // no allocation inside the fork handlers
+  REQUIRE(snmalloc::fork_locks.add(lock_c));
+  REQUIRE(snmalloc::fork_locks.add(lock_a));
+  snmalloc::fork_locks.add_deferred(lock_b);
+  REQUIRE(snmalloc::fork_locks.add(lock_c));
+  REQUIRE(snmalloc::fork_locks.add(lock_a));
+  order_events.clear();
+  alarm(child_time_limit_seconds);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0)
+    _exit(order_events == "abcCBA" ? 0 : 1);
+  alarm(0);
+  CHECK(order_events == "abcCBA");
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
