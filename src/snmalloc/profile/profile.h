@@ -29,6 +29,7 @@
 //             API), leak_report.h, this umbrella
 //   http/     the HTTP endpoint (not included here: override/http_endpoint.h
 //             starts it): server, request parser, routes, /metrics
-//   config/   env_config.h: SNMALLOC_PROFILE parsed from the environment
+//   config/   env_config.h: SNMALLOC_PROFILE parsed from the environment,
+//             by the table of keys in env_keys.h
 #include "control.h"
 #include "leak_report.h"
