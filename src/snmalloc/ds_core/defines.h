@@ -24,29 +24,3 @@
 
 // Entry points of the shim libraries (built with -fvisibility=hidden).
 #define SNMALLOC_EXPORT __attribute__((visibility("default")))
-
-#ifdef NDEBUG
-#  define SNMALLOC_DEBUG_CHECKS 0
-#else
-#  define SNMALLOC_DEBUG_CHECKS 1
-#endif
-
-namespace snmalloc
-{
-  [[noreturn]] void report_fatal(const char* message) noexcept;
-
-  // Checked in debug builds only; the condition must have no side effects.
-  SNMALLOC_FAST_PATH void debug_check(bool condition, const char* message)
-  {
-    if constexpr (SNMALLOC_DEBUG_CHECKS)
-    {
-      if (SNMALLOC_UNLIKELY(!condition))
-        report_fatal(message);
-    }
-    else
-    {
-      (void)condition;
-      (void)message;
-    }
-  }
-} // namespace snmalloc

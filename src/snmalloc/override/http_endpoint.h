@@ -15,6 +15,7 @@
 #include "../global/stats.h"
 #include "../profile/config/env_config.h"
 #include "../profile/http/http_routes.h"
+#include "../profile/http/http_server.h"
 
 namespace snmalloc::profile
 {

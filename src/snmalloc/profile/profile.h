@@ -28,7 +28,12 @@
 //             (unbias, aggregate), control.h (start / stop / dump: the C++
 //             API), leak_report.h, this umbrella
 //   http/     the HTTP endpoint (not included here: override/http_endpoint.h
-//             starts it): server, request parser, routes, /metrics
-//   config/   env_config.h: SNMALLOC_PROFILE parsed from the environment
+//             starts it): http_server.h (start, stop, fork) over
+//             http_poll_loop.h (the thread), http_connection.h (reading
+//             a request, writing its response) and http_dispatch.h (the
+//             handler's response); http_request.h, http_address.h
+//             (parsers), http_routes.h, metrics_page.h, prometheus_text.h
+//   config/   env_config.h: SNMALLOC_PROFILE parsed from the environment,
+//             by the table of keys in env_keys.h
 #include "control.h"
 #include "leak_report.h"

@@ -13,9 +13,10 @@
 
 namespace snmalloc::profile
 {
-  // The OS thread id, cached per thread: gettid is a system call, and at
-  // rate=1 it was a sixth of the time of each sample (perf, issue 9).  A
-  // fork child's thread has a new id: postfork forgets the cached one.
+  // The OS thread id, cached per thread: gettid is a system call, and
+  // uncached at rate=1 it took a sixth of the time of each sample (perf
+  // record).  A fork child's thread has a new id: postfork forgets the
+  // cached one.
   inline thread_local uint32_t cached_thread_id = 0;
 
   inline uint32_t this_thread_id()

@@ -53,8 +53,8 @@ namespace snmalloc::profile
       1.0 / 355687428096000};
 
     // The Taylor terms of e^r - 1 to r^N / N!, by Horner's rule on the
-    // coefficients (issue 9, seventh pass: a quotient r / n a term was 14
-    // divisions a call, twice a sample).
+    // coefficients 1 / n!, not a quotient r / n a term: that would be 14
+    // divisions a call, twice a sample.
     template<int N>
     inline double expm1_terms(double r)
     {

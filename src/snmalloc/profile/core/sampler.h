@@ -51,13 +51,13 @@ namespace snmalloc::profile
     // Bytes and count modes: one countdown for every class, which a refill
     // counts its batch on inline (units_before_point) in the class's units
     // (unit_: its size in bytes mode, 1 an object in the others; count mode
-    // took the slow path at every refill, +8.4% instructions on
-    // perf-random-replace, issue 9, eighth pass).  Zero in sizeclass mode,
-    // whose countdowns are per class, so that every batch reaches the slow
-    // path; while stopped, so large that no batch does (a shim loaded with
-    // profiling off paid a call at every refill: +7.6% on
-    // perf-random-replace, +2.3% before the inline test).  A start() is seen
-    // first by sample_due, whose refresh draws it anew.
+    // on the slow path at every refill would cost +8.4% instructions on
+    // perf-random-replace).  Zero in sizeclass mode, whose countdowns are
+    // per class, so that every batch reaches the slow path; while stopped,
+    // so large that no batch does (at zero, a shim loaded with profiling
+    // off would call the slow path at every refill: +7.6% instructions on
+    // perf-random-replace).  A start() is seen first by sample_due, whose
+    // refresh draws it anew.
     Countdown shared_;
     uint32_t unit_[NUM_SMALL_CLASSES] = {};
     Countdown strata_[STRATA]; // sizeclass mode

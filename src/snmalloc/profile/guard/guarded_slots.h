@@ -268,12 +268,6 @@ namespace snmalloc::profile
       return s == meta_ ? nullptr : s - 1;
     }
 
-    // Where s's guard page and data pages start.
-    uintptr_t guard_of(const GuardedSlot* s) const
-    {
-      return slot_base(size_t(s - meta_));
-    }
-
     // Free a live guarded object (its free stack already in `s`): its pages
     // become inaccessible and go back to the OS, its slot to quarantine.
     void dealloc(GuardedSlot& s)

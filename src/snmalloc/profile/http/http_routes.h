@@ -14,7 +14,7 @@
 // GET and HEAD only (405 otherwise); any other path 404.  The handler runs
 // on the server thread, whose allocations are never sampled.
 
-#include "http_server.h"
+#include "http_dispatch.h"
 #include "metrics_page.h"
 #include "../pprof/profile_delta.h"
 

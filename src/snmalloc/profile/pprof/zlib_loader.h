@@ -2,9 +2,10 @@
 // Layer profile/pprof, stage "write": zlib, loaded by the first dump rather than
 // linked.  Only a dump compresses, and a process that never dumps (most
 // children of a profiled shell or build) should not map and relocate
-// libz at start-up; measured in docs/performance.md, "Profiling cost
-// (issue 9)".  dlopen allocates: a dump runs outside every allocator lock
-// with the profiler's re-entrancy guard set, so that is safe there.
+// libz at start-up: each library linked is opened, mapped and relocated
+// by ld.so before main, which a short process notices.  dlopen allocates:
+// a dump runs outside every allocator lock with the profiler's
+// re-entrancy guard set, so that is safe there.
 
 #include <dlfcn.h>
 #include <zlib.h>

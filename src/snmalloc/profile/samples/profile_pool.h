@@ -32,8 +32,8 @@ namespace snmalloc::profile
       {
         fast = p->next_relaxed();
         // The next sample's block is cold (freed at random): start loading
-        // it now, long before that sample pops it (issue 9: this pop's miss
-        // was half of take_sample's time at rate=1).
+        // it now, long before that sample pops it (unprefetched, this pop's
+        // miss was half of take_sample's time at rate=1).
         __builtin_prefetch(fast, 1);
         return p;
       }

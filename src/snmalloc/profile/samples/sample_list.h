@@ -36,7 +36,7 @@ namespace snmalloc::profile
     size_t interval; // R when it was sampled
     // What it adds to the live-heap estimate (more than 0), kept so that
     // the free takes off exactly that without computing the weight again
-    // (an expm1, about 50 instructions a sample: issue 9, eighth pass).
+    // (an expm1, about 50 instructions a sample).
     int64_t bytes;
     uint32_t thread_id;
     SampleMode mode; // how it was sampled: with `interval`, its weight

@@ -7,8 +7,8 @@
 // and reads an entry only when its hash matches, and growing moves slots
 // without reading any entry: a new entry (nearly every sample on a
 // workload of many requested sizes) touches one index line, not one cold
-// entry line per probe (issue 9, ninth pass).  Not locked (the owner's lock
-// covers it); its memory comes straight from the OS.
+// entry line per probe.  Not locked (the owner's lock covers it); its
+// memory comes straight from the OS.
 
 #include "../../pal/pal.h"
 

@@ -36,11 +36,11 @@ namespace snmalloc::profile
   // sampling hook (global/api.h, alloc_sample_due), which keeps a frame
   // pointer for it, so the frames of the profiler and of the allocator
   // below it (five of them) are not walked: on perf-xthread-mix about 200
-  // instructions of a sample's 2,000 (issue 9, seventh pass).  Set by
-  // entered_sample_path, taken by the next capture, and cleared by every
-  // other way to a sample (entered_slow_path), so that it never outlives
-  // its frame.  `frame` is rbp there: the saved rbp at it, the return
-  // address into alloc_slow above it.
+  // instructions of a sample's 2,000.  Set by entered_sample_path, taken by
+  // the next capture, and cleared by every other way to a sample
+  // (entered_slow_path), so that it never outlives its frame.  `frame` is
+  // rbp there: the saved rbp at it, the return address into alloc_slow
+  // above it.
   struct WalkStart
   {
     uintptr_t frame = 0;
@@ -147,10 +147,10 @@ namespace snmalloc::profile
   // 64-bit word an entry, the address's bits above the index's (user space:
   // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
   // entry, never half of two.  The packing is laid out for the walk, which
-  // steps by an entry's bits without unpacking them (a step was 53
-  // instructions with the rule unpacked, issue 9, seventh pass).  Rules that
-  // do not fit (a frame of 2 MiB) are read from the tables every time.
-  // 32 KiB of zeroes until a sample.
+  // steps by an entry's bits without unpacking them (with the rule
+  // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
+  // of 2 MiB) are read from the tables every time.  32 KiB of zeroes until
+  // a sample.
   class FrameRuleCache
   {
     static constexpr unsigned INDEX_BITS = 12;
