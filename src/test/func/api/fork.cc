@@ -155,7 +155,8 @@ TEST_CASE("fork-while-threads-allocate")
 namespace
 {
   // A lock of a layer above the allocator, held while allocating as the
-  // dump control and the HTTP endpoint hold theirs.  Its slot is set after
+  // dump control and the HTTP endpoint hold theirs, with the HTTP
+  // endpoint's order (just outside the allocator's).  It is added after
   // the allocator's: fork() must still take it first.  Its prepare reads
   // the statistics, which take the backend's lock: if the allocator's
   // locks were held already, this thread would wait for itself.
@@ -189,15 +190,15 @@ namespace
     outer_mutex.unlock();
   }
 
-  constexpr snmalloc::ForkLock outer_lock{outer_prepare, outer_in_parent, outer_in_child};
+  constexpr snmalloc::ForkLock outer_lock{
+    snmalloc::ForkLock::INNERMOST - 1, outer_prepare, outer_in_parent, outer_in_child};
 }
 
 TEST_CASE("fork-takes-outer-locks-before-the-allocators")
 {
-  void* held = std::malloc(100); // the allocator's slot is set by now
+  void* held = std::malloc(100); // the allocator's lock is added by now
   REQUIRE(held != nullptr);
-  // The slot the HTTP endpoint would use; this program never starts it.
-  REQUIRE(snmalloc::fork_locks.set(snmalloc::ForkOrder::HttpServer, outer_lock));
+  REQUIRE(snmalloc::fork_locks.add(outer_lock));
   // In the wrong order the fork never returns: SIGALRM ends the test.
   alarm(child_time_limit_seconds);
   outer_event_count = 0;
@@ -220,8 +221,8 @@ TEST_CASE("fork-takes-outer-locks-before-the-allocators")
 
 namespace
 {
-  // A slot set without registering (as the dump control's is at load):
-  // fork() takes it through the registration another slot made, here the
+  // A lock added without registering (as the dump control's is at load):
+  // fork() takes it through the registration another lock made, here the
   // allocator's at this program's first allocation.
   int deferred_prepares = 0;
   int deferred_children = 0;
@@ -238,16 +239,15 @@ namespace
     deferred_children++;
   }
 
-  constexpr snmalloc::ForkLock deferred_lock{deferred_prepare, deferred_in_parent, deferred_in_child};
+  constexpr snmalloc::ForkLock deferred_lock{
+    snmalloc::ForkLock::INNERMOST - 1, deferred_prepare, deferred_in_parent, deferred_in_child};
 }
 
 TEST_CASE("fork-takes-a-deferred-slot-once-another-registered")
 {
-  void* held = std::malloc(100); // the allocator's slot registers by now
+  void* held = std::malloc(100); // the allocator's lock registers by now
   REQUIRE(held != nullptr);
-  // The HTTP endpoint's slot, which this program never starts (the case
-  // above set it with set(); this replaces it).
-  snmalloc::fork_locks.set_deferred(snmalloc::ForkOrder::HttpServer, deferred_lock);
+  snmalloc::fork_locks.add_deferred(deferred_lock);
   alarm(child_time_limit_seconds);
   pid_t child = fork();
   REQUIRE(child >= 0);
