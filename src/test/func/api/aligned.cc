@@ -1,7 +1,7 @@
 // Aligned allocation through every entry point: memalign, aligned_alloc,
 // posix_memalign, valloc, pvalloc, operator new(std::align_val_t) and
 // snmalloc::alloc_aligned, with their invalid-argument cases.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

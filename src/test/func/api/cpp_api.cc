@@ -1,6 +1,6 @@
 // The C++ front: snmalloc::alloc, alloc_aligned, dealloc (plain and sized)
 // and alloc_size, and that it shares one heap with malloc.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // hard: the child must be able to allocate and free at once (the
 // allocator's locks are consistent across fork), including blocks that
 // belonged to threads which do not exist in the child.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

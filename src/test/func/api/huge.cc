@@ -1,6 +1,6 @@
 // Requests no allocator can satisfy: every entry point fails cleanly (NULL
 // and ENOMEM, or std::bad_alloc) and never crashes.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -2,7 +2,7 @@
 // occupies its size rounded up to a 16 KiB chunk (address space, usable
 // size, and resident pages once dirty memory is reused), and realloc grows
 // such objects in place or by moving pages, not by copying bytes.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -6,7 +6,7 @@
 //
 // What runs after main cannot use Catch2; it reports a failure on stderr
 // and exits with status 1, which ctest sees.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // Edge cases of malloc, free, calloc, realloc, reallocarray and
 // malloc_usable_size, as the shim exposes them.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -1,6 +1,6 @@
 // operator new and delete in all their forms: plain, array, nothrow, sized,
 // aligned, and the new-handler protocol.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -13,7 +13,7 @@
 // The checks are hidden from a plain run: ctest runs each in a process of
 // its own (see CMakeLists.txt), so memory one check kept cannot hide the
 // growth the next one measures.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

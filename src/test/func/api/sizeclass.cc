@@ -2,7 +2,7 @@
 // usable sizes cover the request, grow with it, waste at most a quarter
 // (four sizeclasses per power of two) and small objects are naturally
 // aligned.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // Heap statistics (snmalloc::stats, snmalloc_stats) against what the test
 // itself holds: small objects of one class, large runs, and objects
 // allocated by threads and freed by others, before and after they exit.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

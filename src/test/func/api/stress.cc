@@ -6,7 +6,7 @@
 //
 // SNMALLOC_TEST_THREADS (default 8) and SNMALLOC_TEST_SECONDS (default 2,
 // per test case) tune the run.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // Thread churn: thousands of short-lived threads allocate and free; some of
 // their blocks outlive them and are freed by later threads or by the main
 // thread after they exited.
-#include "test_support.h"
+#include "support/alloc_checks.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

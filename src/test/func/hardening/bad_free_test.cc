@@ -1,7 +1,7 @@
 // Every free the allocator can prove wrong stops the program with one line
 // naming the kind and the pointer, then abort() (SIGABRT): never a segfault,
 // never a silent corruption.  Each case runs in a forked child.
-#include "death.h"
+#include "support/death.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-using namespace hardening_test;
+using namespace snmalloc_test;
 
 namespace
 {

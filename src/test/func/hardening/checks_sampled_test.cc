@@ -4,7 +4,7 @@
 // pointer anywhere into the object finds its start and size.  Each child
 // samples every allocation (rate 1) on a fresh thread, writes in bounds,
 // then one byte past the end through an interior pointer.
-#include "death.h"
+#include "support/death.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -13,7 +13,7 @@
 #include <snmalloc/snmalloc.h>
 #include <thread>
 
-using namespace hardening_test;
+using namespace snmalloc_test;
 
 namespace
 {

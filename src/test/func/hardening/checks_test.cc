@@ -3,7 +3,7 @@
 // of another class, realloc of a freed object, and the bounds-checked
 // memcpy family.  Each case runs in a forked child that must end with
 // SIGABRT and exactly one line.
-#include "death.h"
+#include "support/death.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-using namespace hardening_test;
+using namespace snmalloc_test;
 
 namespace
 {

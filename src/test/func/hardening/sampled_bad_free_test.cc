@@ -2,7 +2,7 @@
 // object tells a live object from a freed one and from a pointer into one,
 // so these are caught at the free itself.  Each child samples every
 // allocation (rate 1) on a fresh thread, whose free lists start empty.
-#include "death.h"
+#include "support/death.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-using namespace hardening_test;
+using namespace snmalloc_test;
 
 namespace
 {

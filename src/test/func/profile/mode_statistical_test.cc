@@ -24,7 +24,9 @@
 // sizeclass allocated in one run has k within 2 + 2% of n/N (blocks cut
 // the run at both ends; the profiler's own allocations of the class may
 // fall in between).
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -32,7 +34,7 @@
 #include <cstdlib>
 #include <malloc.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 using snmalloc::profile::SampleMode;
 
 #ifndef PROFILE_TEST_MODE

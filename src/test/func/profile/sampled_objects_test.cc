@@ -7,7 +7,9 @@
 // source is replaced by one that names the allocating site directly: these
 // tests are about the objects, not about stack capture and attribution
 // (exact_test.cc and roundtrip_test.cc check those).
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -18,7 +20,7 @@
 #include <mutex>
 #include <new>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -19,7 +19,9 @@
 // >= 400, and one run makes seven independent such checks (the bytes and
 // objects estimates of a site move together): a false failure about once
 // in 100,000 runs.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -27,7 +29,7 @@
 #include <cstdlib>
 #include <malloc.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 #ifndef PROFILE_TEST_INTERVAL
 #  error "PROFILE_TEST_INTERVAL (the sampling interval R) must be defined"

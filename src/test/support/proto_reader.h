@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace pprof_test
+namespace snmalloc_test
 {
   // One field of a decoded message: a varint, or the bytes of a
   // length-delimited field.

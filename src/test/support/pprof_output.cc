@@ -1,147 +1,16 @@
-#include "profile_test_support.h"
+#include "support/pprof_output.h"
 
-#include <algorithm>
+#include "support/files.h"
+#include "support/pprof_runner.h"
+
 #include <catch2/catch.hpp>
 #include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <dirent.h>
-#include <malloc.h>
 #include <sstream>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-namespace profile_test
+namespace snmalloc_test
 {
-  ProfilingAt::ProfilingAt(size_t interval)
-  {
-    REQUIRE(snmalloc::profile::start(interval) == 0);
-    REQUIRE(snmalloc::profile::is_active());
-  }
-
-  ProfilingAt::ProfilingAt(snmalloc::profile::SampleMode mode, size_t rate)
-  {
-    REQUIRE(snmalloc::profile::start(mode, rate) == 0);
-    REQUIRE(snmalloc::profile::is_active());
-    REQUIRE(snmalloc::profile::mode() == mode);
-  }
-
-  ProfilingAt::~ProfilingAt()
-  {
-    snmalloc::profile::stop();
-  }
-
-  StackSourceScope::StackSourceScope(snmalloc::profile::StackSource source)
-  {
-    snmalloc::profile::set_stack_source(source);
-  }
-
-  StackSourceScope::~StackSourceScope()
-  {
-    snmalloc::profile::set_stack_source(nullptr);
-  }
-
-  size_t usable_size_unsampled(size_t size, size_t alignment)
-  {
-    REQUIRE_FALSE(snmalloc::profile::is_active());
-    void* p = alignment == 0 ? std::malloc(size) : aligned_alloc(alignment, size);
-    REQUIRE(p != nullptr);
-    size_t usable = malloc_usable_size(p);
-    std::free(p);
-    REQUIRE(usable >= size);
-    return usable;
-  }
-
-  std::string self_exe()
-  {
-    char path[4096];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    REQUIRE(n > 0);
-    return std::string(path, size_t(n));
-  }
-
-  TempDir::TempDir()
-  {
-    char pattern[] = "/tmp/snmalloc-profile-test.XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-
-  TempDir::~TempDir()
-  {
-    if (std::getenv("PROFILE_TEST_KEEP") != nullptr)
-    {
-      std::fprintf(stderr, "kept %s\n", path_.c_str());
-      return;
-    }
-    std::string command = "rm -rf '" + path_ + "'";
-    if (std::system(command.c_str()) != 0)
-      std::fprintf(stderr, "could not remove %s\n", path_.c_str());
-  }
-
-  std::vector<std::string> TempDir::entries() const
-  {
-    std::vector<std::string> names;
-    DIR* dir = opendir(path_.c_str());
-    REQUIRE(dir != nullptr);
-    while (dirent* e = readdir(dir))
-    {
-      std::string name = e->d_name;
-      if (name != "." && name != "..")
-        names.push_back(name);
-    }
-    closedir(dir);
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  bool file_exists(const std::string& path)
-  {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0;
-  }
-
-  void dump_or_fail(const std::string& path)
-  {
-    snmalloc::profile::DumpResult result = snmalloc::profile::dump(path.c_str());
-    INFO("dump(" << path << "): " << result.message());
-    REQUIRE(result.ok());
-  }
-
   namespace
   {
-    // Where `go` is: PATH first, then Debian's install directory.
-    std::string find_go()
-    {
-      const char* env = std::getenv("PATH");
-      std::string directories = env != nullptr ? env : "";
-      directories += ":/usr/bin:/usr/lib/go/bin";
-      std::stringstream list(directories);
-      std::string directory;
-      while (std::getline(list, directory, ':'))
-      {
-        std::string candidate = (directory.empty() ? "." : directory) + "/go";
-        if (access(candidate.c_str(), X_OK) == 0)
-          return candidate;
-      }
-      return "";
-    }
-
-    std::string read_whole_file(const std::string& path)
-    {
-      std::string text;
-      if (FILE* f = std::fopen(path.c_str(), "r"))
-      {
-        char buffer[4096];
-        size_t n;
-        while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0)
-          text.append(buffer, n);
-        std::fclose(f);
-      }
-      return text;
-    }
-
     std::vector<std::string> lines_of(const std::string& text)
     {
       std::vector<std::string> lines;
@@ -250,38 +119,6 @@ namespace profile_test
       }
     }
     return name;
-  }
-
-  CommandResult pprof(const std::string& arguments)
-  {
-    static const std::string go = find_go();
-    INFO("go was found neither in PATH nor in /usr/bin or /usr/lib/go/bin");
-    REQUIRE(!go.empty());
-    char errors_path[] = "/tmp/snmalloc-profile-pprof-errors.XXXXXX";
-    int errors_fd = mkstemp(errors_path);
-    REQUIRE(errors_fd >= 0);
-    close(errors_fd);
-    std::string command = go + " tool pprof " + arguments + " 2>" + errors_path;
-    CommandResult result{-1, "", ""};
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[65536];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-      result.output.append(buffer, n);
-    int status = pclose(pipe);
-    result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.errors = read_whole_file(errors_path);
-    unlink(errors_path);
-    return result;
-  }
-
-  std::string pprof_ok(const std::string& arguments)
-  {
-    CommandResult result = pprof(arguments);
-    INFO("go tool pprof " << arguments << "\nstderr:\n" << result.errors);
-    REQUIRE(result.exit_status == 0);
-    return result.output;
   }
 
   SiteTable::SiteTable(const std::string& profile, const std::string& options)
@@ -445,4 +282,4 @@ namespace profile_test
       traces.pop_back();
     return traces;
   }
-} // namespace profile_test
+} // namespace snmalloc_test

@@ -1,18 +1,20 @@
 // Profiles encoded from real stacks of this binary, written to a file and
 // read back with `go tool pprof`: the way people will look at them.
 
-#include "test_support.h"
+#include "support/stack_sites.h"
+#include "support/files.h"
+#include "support/pprof_runner.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fcntl.h>
 #include <regex>
 #include <snmalloc/profile/pprof/dump_file.h>
+#include <snmalloc/profile/pprof/pprof_encoder.h>
 #include <unistd.h>
 
 using namespace snmalloc::profile;
-using pprof_test::run_pprof;
-using pprof_test::TemporaryDirectory;
+using namespace snmalloc_test;
 
 namespace
 {
@@ -28,7 +30,7 @@ namespace
     CallSite leaf = pprof_site_leaf();
     CallSite middle = pprof_site_middle();
     CallSite root = pprof_site_root();
-    CallSite static_site = pprof_test::call_site_in_pprof_static_site();
+    CallSite static_site = call_site_in_pprof_static_site();
 
     std::vector<uintptr_t> through_leaf{
       allocator.return_address, leaf.return_address, middle.return_address, root.return_address};
@@ -59,16 +61,25 @@ namespace
   {
     return "'" + path + "'";
   }
+
+  // Encodes, gzips and writes atomically to `path`; fails the test on error.
+  void write_profile(
+    const std::string& path, const ProfileHeader& header, const std::vector<ProfileBucket>& buckets)
+  {
+    std::vector<uint8_t> encoded;
+    encode_pprof(header, buckets.data(), buckets.size(), encoded);
+    REQUIRE(write_gzip_file_atomic(path.c_str(), encoded.data(), encoded.size()) == 0);
+  }
 }
 
 TEST_CASE("pprof -raw shows every sample, its values and labels", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   TestProfile profile;
-  pprof_test::write_profile(path, test_header(), profile.buckets);
+  write_profile(path, test_header(), profile.buckets);
 
-  std::string raw = run_pprof("-raw " + quoted(path)).output;
+  std::string raw = pprof_ok("-raw " + quoted(path));
   INFO(raw);
   CHECK_THAT(raw, Catch::Contains("PeriodType: space bytes"));
   CHECK_THAT(raw, Catch::Contains("Period: " + std::to_string(period)));
@@ -111,12 +122,12 @@ TEST_CASE("pprof -raw shows every sample, its values and labels", "[pprof]")
 
 TEST_CASE("pprof -top totals inuse_space and names the functions", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   TestProfile profile;
-  pprof_test::write_profile(path, test_header(), profile.buckets);
+  write_profile(path, test_header(), profile.buckets);
 
-  std::string top = run_pprof("-top -unit=B -sample_index=inuse_space " + quoted(path)).output;
+  std::string top = pprof_ok("-top -unit=B -sample_index=inuse_space " + quoted(path));
   INFO(top);
   std::string total = std::to_string(profile.total_inuse_bytes()) + "B";
   CHECK_THAT(top, Catch::Contains("of " + total + " total"));
@@ -134,9 +145,9 @@ TEST_CASE("pprof -top totals inuse_space and names the functions", "[pprof]")
       "B .*  \\(anonymous namespace\\)::pprof_static_site\\(\\)\n")));
   CHECK(std::regex_search(top, std::regex(" " + total + " .*  pprof_site_root\\(\\)\n")));
   CHECK_THAT(top, !Catch::Contains("snmalloc::"));
-  CHECK_THAT(top, !Catch::Contains("[func-pprof]"));
+  CHECK_THAT(top, !Catch::Contains("[unit-pprof-roundtrip]"));
 
-  std::string objects = run_pprof("-top -sample_index=alloc_objects " + quoted(path)).output;
+  std::string objects = pprof_ok("-top -sample_index=alloc_objects " + quoted(path));
   int64_t total_objects = 0;
   for (const ProfileBucket& bucket : profile.buckets)
     total_objects += std::llround(bucket.alloc_objects);
@@ -145,12 +156,12 @@ TEST_CASE("pprof -top totals inuse_space and names the functions", "[pprof]")
 
 TEST_CASE("pprof -traces lists each stack innermost first, allocator cut", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   TestProfile profile;
-  pprof_test::write_profile(path, test_header(), profile.buckets);
+  write_profile(path, test_header(), profile.buckets);
 
-  std::string traces = run_pprof("-traces " + quoted(path)).output;
+  std::string traces = pprof_ok("-traces " + quoted(path));
   INFO(traces);
   CHECK(std::regex_search(
     traces,
@@ -167,19 +178,19 @@ TEST_CASE("pprof -traces lists each stack innermost first, allocator cut", "[ppr
 
 TEST_CASE("pprof -proto rewrites the profile unchanged", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   std::string copy = directory.path() + "/copy.pb.gz";
   TestProfile profile;
-  pprof_test::write_profile(path, test_header(), profile.buckets);
+  write_profile(path, test_header(), profile.buckets);
 
-  run_pprof("-proto -output=" + quoted(copy) + " " + quoted(path));
+  pprof_ok("-proto -output=" + quoted(copy) + " " + quoted(path));
   // pprof has already applied drop_frames to what it writes, so its
   // location table differs; the stacks and values must not.
   for (std::string view : {"-traces", "-top -unit=B", "-top -sample_index=alloc_objects"})
   {
-    std::string original = run_pprof(view + " " + quoted(path)).output;
-    std::string rewritten = run_pprof(view + " " + quoted(copy)).output;
+    std::string original = pprof_ok(view + " " + quoted(path));
+    std::string rewritten = pprof_ok(view + " " + quoted(copy));
     CHECK_THAT(original, Catch::Contains("pprof_site_leaf"));
     CHECK(rewritten == original);
   }
@@ -187,16 +198,16 @@ TEST_CASE("pprof -proto rewrites the profile unchanged", "[pprof]")
 
 TEST_CASE("with the binary at hand, -symbolize=force gives file:line", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   TestProfile profile;
-  pprof_test::write_profile(path, test_header(), profile.buckets);
+  write_profile(path, test_header(), profile.buckets);
 
   // Go's pprof reads the lines from this binary's DWARF through the
   // mapping's file and offsets, so exact lines also show that the mapping
   // is right. (This relies on Go's own DWARF reader, which names only
   // functions outside namespaces and classes: see pprof_encoder.h.)
-  std::string traces = run_pprof("-symbolize=force -lines -traces " + quoted(path)).output;
+  std::string traces = pprof_ok("-symbolize=force -lines -traces " + quoted(path));
   INFO(traces);
   for (const CallSite& site : {profile.leaf, profile.middle, profile.root})
     CHECK_THAT(traces, Catch::Contains("stack_sites.cc:" + std::to_string(site.line) + "\n"));
@@ -204,20 +215,20 @@ TEST_CASE("with the binary at hand, -symbolize=force gives file:line", "[pprof]"
 
 TEST_CASE("an empty profile is a valid profile", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/empty.pb.gz";
-  pprof_test::write_profile(path, test_header(), {});
+  write_profile(path, test_header(), {});
 
-  std::string raw = run_pprof("-raw " + quoted(path)).output;
+  std::string raw = pprof_ok("-raw " + quoted(path));
   CHECK_THAT(raw, Catch::Contains("PeriodType: space bytes"));
   CHECK_THAT(raw, !Catch::Contains("bytes:["));
-  std::string top = run_pprof("-top -unit=B " + quoted(path)).output;
+  std::string top = pprof_ok("-top -unit=B " + quoted(path));
   CHECK_THAT(top, Catch::Contains("of 0 total"));
 }
 
 TEST_CASE("a profile written to a file descriptor reads back", "[pprof]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/fd.pb.gz";
   TestProfile profile;
   std::vector<uint8_t> encoded;
@@ -228,7 +239,7 @@ TEST_CASE("a profile written to a file descriptor reads back", "[pprof]")
   CHECK(write_gzip_fd(fd, encoded.data(), encoded.size()) == 0);
   close(fd);
 
-  std::string top = run_pprof("-top -unit=B " + quoted(path)).output;
+  std::string top = pprof_ok("-top -unit=B " + quoted(path));
   CHECK_THAT(top, Catch::Contains("of " + std::to_string(profile.total_inuse_bytes()) + "B total"));
   CHECK_THAT(top, Catch::Contains("pprof_site_leaf"));
 }

@@ -1,6 +1,7 @@
 // Process mappings and function names, checked against this binary.
 
-#include "test_support.h"
+#include "support/stack_sites.h"
+#include "support/pprof_runner.h"
 
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -82,8 +83,8 @@ TEST_CASE("the build ID is the one readelf reports, in lowercase hex", "[symboli
   CHECK(build_id.size() % 2 == 0);
   CHECK(build_id.find_first_not_of("0123456789abcdef") == std::string::npos);
 
-  pprof_test::CommandResult readelf =
-    pprof_test::run_command("readelf -n '" + mappings[0].path + "'");
+  snmalloc_test::CommandResult readelf =
+    snmalloc_test::run_command("readelf -n '" + mappings[0].path + "'");
   REQUIRE(readelf.exit_status == 0);
   CHECK_THAT(readelf.output, Catch::Contains("Build ID: " + build_id));
 }
@@ -97,7 +98,7 @@ TEST_CASE("functions of the executable are named, static ones too", "[symbolize]
   CHECK(leaf.system_name == "_Z15pprof_site_leafv");
   CHECK(symbolizer.function_name(pprof_site_root().return_address - 1).name == "pprof_site_root()");
   CHECK(
-    symbolizer.function_name(pprof_test::call_site_in_pprof_static_site().return_address - 1)
+    symbolizer.function_name(snmalloc_test::call_site_in_pprof_static_site().return_address - 1)
       .name == "(anonymous namespace)::pprof_static_site()");
   CHECK(
     symbolizer.function_name(snmalloc::pprof_test_allocator_frame().return_address - 1).name ==

@@ -1,7 +1,7 @@
 // gzip and the atomic file write: contents, failures, and what a failure
 // leaves behind.
 
-#include "test_support.h"
+#include "support/files.h"
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 using namespace snmalloc::profile;
-using pprof_test::TemporaryDirectory;
+using snmalloc_test::TempDir;
 
 namespace
 {
@@ -54,7 +54,7 @@ namespace
 
 TEST_CASE("write_gzip_fd writes gzip that inflates to the input", "[dump_file]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/out.gz";
   for (size_t size : {size_t{0}, size_t{1}, size_t{300000}})
   {
@@ -83,7 +83,7 @@ TEST_CASE("write_gzip_fd reports the write error", "[dump_file]")
 
 TEST_CASE("write_gzip_file_atomic replaces the file and leaves nothing else", "[dump_file]")
 {
-  TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/heap.pb.gz";
   std::vector<uint8_t> first = sample_bytes(100000);
   std::vector<uint8_t> second = sample_bytes(5);
@@ -108,7 +108,7 @@ TEST_CASE("an unwritable path fails with errno and leaves no file", "[dump_file]
 
   SECTION("in a directory that does not exist")
   {
-    TemporaryDirectory directory;
+    TempDir directory;
     std::string path = directory.path() + "/missing/x.pb.gz";
     CHECK(write_gzip_file_atomic(path.c_str(), data.data(), data.size()) == ENOENT);
     CHECK(directory.entries().empty());
@@ -118,7 +118,7 @@ TEST_CASE("an unwritable path fails with errno and leaves no file", "[dump_file]
   {
     // The temporary file can be created and written, but a file cannot be
     // renamed over a directory.
-    TemporaryDirectory directory;
+    TempDir directory;
     std::string path = directory.path() + "/is-a-directory";
     REQUIRE(mkdir(path.c_str(), 0700) == 0);
     CHECK(write_gzip_file_atomic(path.c_str(), data.data(), data.size()) == EISDIR);

@@ -2,16 +2,17 @@
 // pprof would accept silently if broken (duplicate strings, shared
 // functions, ids, the order of sample types).
 
-#include "proto_reader.h"
-#include "test_support.h"
+#include "support/stack_sites.h"
+#include "support/proto_reader.h"
 
 #include <catch2/catch.hpp>
 #include <regex>
 #include <map>
 #include <set>
+#include <snmalloc/profile/pprof/pprof_encoder.h>
 
 using namespace snmalloc::profile;
-using namespace pprof_test;
+using namespace snmalloc_test;
 
 namespace
 {

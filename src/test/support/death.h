@@ -1,5 +1,5 @@
-// Death tests: run a bad free in a forked child and read what it left on
-// stderr and how it ended.
+// Death tests: run code in a forked child (a bad free, a signal flood) and
+// read what it left on stderr and how it ended.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace hardening_test
+namespace snmalloc_test
 {
   struct ChildEnd
   {
@@ -124,4 +124,4 @@ namespace hardening_test
     CHECK(end.signal == SIGABRT);
     CHECK(end.stderr_text == fatal_line(what, told, prefix));
   }
-} // namespace hardening_test
+} // namespace snmalloc_test

@@ -1,8 +1,8 @@
-#include "proto_reader.h"
+#include "support/proto_reader.h"
 
 #include <catch2/catch.hpp>
 
-namespace pprof_test
+namespace snmalloc_test
 {
   namespace
   {

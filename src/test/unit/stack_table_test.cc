@@ -3,7 +3,7 @@
 // site's cumulative counts exact, its requested size kept only while every
 // allocation there asked for the same, and every site naming the one
 // shared entry of its stack with that stack's frames.
-#include <snmalloc/snmalloc.h>
+#include <snmalloc/profile/stacks/stack_table.h>
 
 #include <catch2/catch.hpp>
 #include <vector>

@@ -1,6 +1,6 @@
-// Helpers shared by the allocator's functional tests: the identity probe,
-// barriers that keep the compiler from folding allocations away, block
-// stamping, and the resident set size.
+// Helpers for tests that allocate: the identity probe, barriers that keep
+// the compiler from folding allocations away, block stamping, and the
+// resident set size.
 #pragma once
 
 #include <cstddef>

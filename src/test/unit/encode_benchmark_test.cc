@@ -4,8 +4,8 @@
 // symbolization) and gzip + write take (the goal: under 250 ms for the
 // whole dump); asserts only that the result is complete.
 
-#include "proto_reader.h"
-#include "test_support.h"
+#include "support/files.h"
+#include "support/proto_reader.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -14,9 +14,10 @@
 #include <ctime>
 #include <map>
 #include <snmalloc/profile/pprof/dump_file.h>
+#include <snmalloc/profile/pprof/pprof_encoder.h>
 
 using namespace snmalloc::profile;
-using namespace pprof_test;
+using namespace snmalloc_test;
 
 namespace
 {
@@ -133,7 +134,7 @@ TEST_CASE("encode and write a 100,000-sample dump", "[pprof][benchmark]")
     total_inuse_bytes += std::llround(bucket.inuse_bytes);
   }
 
-  pprof_test::TemporaryDirectory directory;
+  TempDir directory;
   std::string path = directory.path() + "/large.pb.gz";
 
   // The best of three dumps, in wall-clock and CPU time (this thread's),
@@ -163,7 +164,7 @@ TEST_CASE("encode and write a 100,000-sample dump", "[pprof][benchmark]")
     "  symbolization alone, same addresses       %6.1f / %6.1f\n",
     sample_count, buckets.size(), stack_count, stack_depth, addresses.size(),
     encode_time.wall_ms, encode_time.cpu_ms, encoded.size(), write_time.wall_ms,
-    write_time.cpu_ms, pprof_test::read_file(path).size(),
+    write_time.cpu_ms, read_file(path).size(),
     encode_time.wall_ms + write_time.wall_ms, encode_time.cpu_ms + write_time.cpu_ms,
     symbolize_time.wall_ms, symbolize_time.cpu_ms);
 
@@ -181,5 +182,5 @@ TEST_CASE("encode and write a 100,000-sample dump", "[pprof][benchmark]")
     decoded_inuse_bytes += static_cast<int64_t>(packed(fields, 2).at(3));
   }
   CHECK(decoded_inuse_bytes == total_inuse_bytes);
-  CHECK(pprof_test::read_file(path).size() < encoded.size());
+  CHECK(read_file(path).size() < encoded.size());
 }

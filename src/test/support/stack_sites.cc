@@ -1,10 +1,11 @@
-// Real call sites in the test binary. Each site's call and its __LINE__ sit
-// on one line, so the line is the one debug info gives for the call. The
-// lines differ, so no two sites have identical code (which identical code
-// folding would merge), and setting the line after the call keeps it from
-// being a tail call (which would return into the site's caller instead).
+// Real call sites in the test binary (stack_sites.h). Each site's call and
+// its __LINE__ sit on one line, so the line is the one debug info gives for
+// the call. The lines differ, so no two sites have identical code (which
+// identical code folding would merge), and setting the line after the call
+// keeps it from being a tail call (which would return into the site's
+// caller instead).
 
-#include "test_support.h"
+#include "support/stack_sites.h"
 
 namespace
 {
@@ -42,7 +43,7 @@ namespace snmalloc
   }
 }
 
-namespace pprof_test
+namespace snmalloc_test
 {
   CallSite call_site_in_pprof_static_site()
   {
