@@ -22,7 +22,7 @@ namespace
   }
 } // namespace
 
-TEST_CASE("log_of is libm's log to 2 ulps on (0, 1]")
+TEST_CASE("log_of is libm's log to 2 ulps for 0 < u <= 1")
 {
   std::mt19937_64 random(1);
   double worst = 0;

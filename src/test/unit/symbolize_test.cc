@@ -117,7 +117,7 @@ TEST_CASE("functions of shared libraries are named and demangled", "[symbolize]"
   CHECK(terminate.system_name == "_ZSt9terminatev");
 }
 
-TEST_CASE("addresses in one function share its name; others differ", "[symbolize]")
+TEST_CASE("addresses in one function share its name, others differ", "[symbolize]")
 {
   std::vector<ProcessMapping> mappings = read_process_mappings();
   Symbolizer symbolizer(mappings);
