@@ -15,7 +15,7 @@
 # Then: a correct program runs clean with objects guarded, and a SIGSEGV
 # handler the program installed before guarding still gets its faults.
 #
-# usage: guard_suite.sh path/to/guard-bugs
+# usage: guard_suite.sh path/to/guard_bugs
 set -u
 prog=$1
 work=$(mktemp -d)
