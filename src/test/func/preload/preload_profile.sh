@@ -251,5 +251,5 @@ else
   pass "without SNMALLOC_PROFILE nothing is printed or dumped"
 fi
 
-echo "preload-profile: $failures failure(s)"
+echo "func-preload-profile: $failures failure(s)"
 [ "$failures" -eq 0 ]
