@@ -292,8 +292,9 @@ TEST_CASE("sampled objects: a pointer anywhere into one has the object's usable 
   // As for an unsampled object (the whole of a small one, the first chunk
   // of a large one): the record is found from the pool block, not from
   // the bytes below the pointer, which for an interior pointer are the
-  // object's own (issue 10).  Alignments of 64 and more put the record
-  // further into the block than its start.
+  // object's own data, whatever the program wrote there, not a record.
+  // Alignments of 64 and more put the record further into the block than
+  // its start.
   struct Request
   {
     size_t alignment, size;
