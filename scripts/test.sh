@@ -99,7 +99,7 @@ configuration off -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=OFF
 configuration on -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON
 configuration ubsan -DCMAKE_BUILD_TYPE=Debug -DSNMALLOC_PROFILE=ON \
   "-DCMAKE_C_FLAGS=$ubsan_flags" "-DCMAKE_CXX_FLAGS=$ubsan_flags"
-CTEST_ARGS=(-E '^(fuzz-|cmake-consumer)')
+CTEST_ARGS=(-E '^(fuzz-|func-cmake-consumer$)')
 configuration checks -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON -DSNMALLOC_CHECKS=ON
 CTEST_ARGS=()
 

@@ -1,7 +1,7 @@
 // The dump-on-signal pipe across fork() (profiling builds).  Run with
 // SNMALLOC_PROFILE=...,path=$DIR/heap.%p.%n.pb.gz,dump_on_signal=SIGUSR2 in
 // the environment, DIR an empty directory (ctest sets both).
-#include "death.h"
+#include "support/death.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -122,10 +122,10 @@ TEST_CASE("dump pipe flood (child)", "[.flood]")
   // would then kill us).
   for (int i = 0; i < 200000; i++)
     ::raise(SIGUSR2);
-  ::_exit(hardening_test::RAN_CLEAN);
+  ::_exit(snmalloc_test::RAN_CLEAN);
 }
 
 TEST_CASE("a flood of dump signals never blocks the handler", "[dump-signal]")
 {
-  CHECK(hardening_test::reexec_ran_clean("dump pipe flood (child)", [] { ::alarm(60); }));
+  CHECK(snmalloc_test::reexec_ran_clean("dump pipe flood (child)", [] { ::alarm(60); }));
 }

@@ -6,7 +6,7 @@
 // blocks to each other, so frees cross threads.  The seed is printed;
 // MODEL_SEED=<seed> replays a run.  Registered unsampled and, in profiling
 // builds, with every allocation sampled.
-#include "../api/test_support.h"
+#include "support/alloc_checks.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -4,7 +4,7 @@
 // under RLIMIT_AS: the arena, reserved at start-up, is then the smallest
 // the allocator takes (4 GiB), and the child fills it with large blocks it
 // never touches, so this costs address space, not memory.
-#include "death.h"
+#include "support/death.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -21,7 +21,7 @@
 
 extern "C" uint64_t snmalloc_profile_samples_dropped(void) __attribute__((weak));
 
-using hardening_test::hide;
+using snmalloc_test::hide;
 
 namespace
 {
@@ -164,12 +164,12 @@ TEST_CASE("out of memory (child)", "[.oom]")
   std::free(small);
   // The parent's proof that this ran (an unknown test name exits with 0).
   if (problem_count == 0)
-    ::_exit(hardening_test::RAN_CLEAN);
+    ::_exit(snmalloc_test::RAN_CLEAN);
 }
 
 TEST_CASE("every entry point fails cleanly when memory runs out", "[oom]")
 {
-  CHECK(hardening_test::reexec_ran_clean("out of memory (child)", [] {
+  CHECK(snmalloc_test::reexec_ran_clean("out of memory (child)", [] {
     rlimit limit{LIMIT, LIMIT};
     if (::setrlimit(RLIMIT_AS, &limit) != 0)
       ::_exit(126);

@@ -4,7 +4,9 @@
 // must succeed, every block must keep its contents, and afterwards the
 // sample lists must be exact: nothing of the stress is left live, and a
 // known set held at R == 1 is counted exactly.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -16,7 +18,7 @@
 #include <mutex>
 #include <random>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -1,13 +1,16 @@
 // Profiles with no samples: a dump before start() was ever called, and one
 // right after start() before anything was sampled, are valid profiles that
 // pprof reads.  Its own process, so that start() has never been called.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/pprof_runner.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -1,6 +1,8 @@
 // Failures come back as errno values, through the C++ and the C API, and a
 // failed dump leaves no file (and no temporary file) behind.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -10,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 extern "C" int snmalloc_profile_start(size_t mean_interval_bytes);
 extern "C" int snmalloc_profile_is_active(void);

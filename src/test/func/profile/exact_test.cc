@@ -4,13 +4,15 @@
 // program allocated there (alloc_*) and still holds (inuse_*), in units of
 // malloc_usable_size.  Once with stacks from the unwind tables, once with a
 // replaced stack source, so attribution is checked without the unwinder.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <iterator>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -3,7 +3,9 @@
 // holds both the samples it inherited and the ones it took.  Repeated, so a
 // lock left held across fork would show as a hung child (killed after a
 // timeout and reported).
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -14,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -2,7 +2,9 @@
 // holds 64 MiB at site B.  The normal dump shows B (and no A), the peak dump
 // A (and no B), each within sampling error; a heap hovering at its peak
 // makes no new copies.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -11,7 +13,7 @@
 #include <snmalloc/snmalloc_profile.h>
 #include <unistd.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -5,12 +5,14 @@
 // asked for the same size.  Exact mode (R == 1), on a fresh thread (no
 // slab filled before profiling started): one call of a site asks for two
 // sizes of one sizeclass, one stack; another site for one size only.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

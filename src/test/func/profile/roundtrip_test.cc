@@ -4,7 +4,10 @@
 // caller.  At R == 1, so every value is exact.  The test cases share sites
 // and the alloc_* values are cumulative over the process, so they check
 // inuse_* values (each case frees what it allocated).
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/pprof_runner.h"
+#include "support/profiling.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -13,7 +16,7 @@
 #include <malloc.h>
 #include <new>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

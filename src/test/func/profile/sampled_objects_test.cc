@@ -7,7 +7,9 @@
 // source is replaced by one that names the allocating site directly: these
 // tests are about the objects, not about stack capture and attribution
 // (exact_test.cc and roundtrip_test.cc check those).
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -18,7 +20,7 @@
 #include <mutex>
 #include <new>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {
@@ -290,8 +292,9 @@ TEST_CASE("sampled objects: a pointer anywhere into one has the object's usable 
   // As for an unsampled object (the whole of a small one, the first chunk
   // of a large one): the record is found from the pool block, not from
   // the bytes below the pointer, which for an interior pointer are the
-  // object's own (issue 10).  Alignments of 64 and more put the record
-  // further into the block than its start.
+  // object's own data, whatever the program wrote there, not a record.
+  // Alignments of 64 and more put the record further into the block than
+  // its start.
   struct Request
   {
     size_t alignment, size;

@@ -1,14 +1,16 @@
 // stop(): no sample is taken afterwards, on new threads or on threads that
 // were sampling when it was called, but the samples taken before stay in
 // the profile until their objects are freed.  start() again resumes.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 extern "C" int snmalloc_profile_start(size_t mean_interval_bytes);
 extern "C" int snmalloc_profile_stop(void);

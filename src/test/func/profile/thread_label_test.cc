@@ -4,14 +4,16 @@
 // site, across threads.)  Exact mode (R == 1): two threads allocate at the
 // same site, different counts, and each thread's view must show exactly
 // its own.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -5,12 +5,14 @@
 // built from unload_lib.cc with frames of 3072 and 256 bytes at the same
 // code addresses; the caller below keeps zeros where the old frame size
 // would look for the return address, so a stale rule ends the stack there.
-#include "profile_test_support.h"
+#include "support/files.h"
+#include "support/pprof_output.h"
+#include "support/profiling.h"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
-using namespace profile_test;
+using namespace snmalloc_test;
 
 namespace
 {

@@ -135,7 +135,7 @@ if [ "$out" = "$(printf 'a\nb')" ] && [ ! -s "$work/err" ]; then pass "rate=64k,
 else fail "suffixed sizes: $(cat "$work/err")"; fi
 
 # (Bad values of these keys are checked with the others in
-# ../preload_profile/preload_profile.sh.)
+# ../preload/preload_profile.sh.)
 
 echo "service: $failures failure(s)"
 [ "$failures" -eq 0 ]

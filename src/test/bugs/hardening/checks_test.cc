@@ -1,0 +1,225 @@
+// The checks build's own diagnostics (SNMALLOC_CHECKS=ON): links that do
+// not decode, double frees of objects the allocator holds, sized deletes
+// of another class, realloc of a freed object, and the bounds-checked
+// memcpy family.  Each case runs in a forked child that must end with
+// SIGABRT and exactly one line.
+#include "support/death.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <snmalloc/snmalloc.h>
+#include <thread>
+#include <vector>
+
+using namespace snmalloc_test;
+
+namespace
+{
+  template<typename F>
+  void check_dies_with(F&& f, const std::string& expected)
+  {
+    ChildEnd end = run_in_child(std::forward<F>(f));
+    CHECK(end.signal == SIGABRT);
+    CHECK(end.stderr_text == expected);
+  }
+
+  void* volatile sink;
+} // namespace
+
+TEST_CASE("a link overwritten in the fast list stops the pop", "[checks]")
+{
+  // A fresh slab's first refill links a chunk's worth of objects (three
+  // of 5120 bytes) into the fast list in address order: the one after the
+  // first handed out is the list's head.  An overflow of the first
+  // overwrites its link; the pop reads it.
+  check_dies_naming(
+    [](auto tell) {
+      char* first = static_cast<char*>(std::malloc(5120));
+      tell(first + 5120);
+      *static_cast<uintptr_t*>(hide(first + 5120)) = 0x4141414141414141; // not memset: checked
+      sink = std::malloc(5120);
+      sink = std::malloc(5120);
+      ::_exit(0);
+    },
+    "free list corrupted (write after free?) at",
+    "");
+}
+
+TEST_CASE("an object in the thread's fast list freed is a double free", "[checks]")
+{
+  // As above: the one after the first handed out is there, never
+  // allocated.
+  check_dies_naming(
+    [](auto tell) {
+      char* first = static_cast<char*>(std::malloc(5120));
+      void* next = first + 5120;
+      tell(next);
+      std::free(hide(next));
+      ::_exit(0);
+    },
+    "double free of");
+}
+
+TEST_CASE("an object of a slab's untouched part freed is a double free", "[checks]")
+{
+  // A refill links one 10240-byte object (a chunk's worth): the one after
+  // the first handed out is untouched, which the slab's bitmap counts as
+  // free.
+  check_dies_naming(
+    [](auto tell) {
+      char* first = static_cast<char*>(std::malloc(10240));
+      void* next = first + 10240;
+      tell(next);
+      std::free(hide(next));
+      ::_exit(0);
+    },
+    "double free of");
+}
+
+namespace
+{
+  // The slab descriptor of an object of a slab, or nullptr (a sampled
+  // object, in a profiling build: those keep the profiler's checks only).
+  const void* slab_of(const void* p)
+  {
+    const snmalloc::PagemapEntry& entry = snmalloc::pagemap.entry_of(p);
+    if (snmalloc::is_tag(entry.get_owner()))
+      return nullptr;
+    return reinterpret_cast<const void*>(entry.get_meta());
+  }
+
+  // Frees an object of every small class, each written all over first,
+  // through `free_it`, and counts the bytes past the link and the mark
+  // that are not the poison.  One object of the same slab stays allocated
+  // meanwhile, so the slab (and the freed object's memory) is not given
+  // back.
+  template<typename Free>
+  void check_freed_objects_are_poisoned(Free free_it)
+  {
+    for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+    {
+      size_t size = snmalloc::sizeclass_to_size(sc);
+      std::vector<void*> held;
+      void* keep = nullptr;
+      void* victim = nullptr;
+      for (int tries = 0; tries < 64 && victim == nullptr; tries++)
+      {
+        void* p = std::malloc(size);
+        REQUIRE(p != nullptr);
+        if (slab_of(p) == nullptr)
+          held.push_back(p);
+        else if (keep == nullptr)
+          keep = p;
+        else if (slab_of(p) == slab_of(keep))
+          victim = p;
+        else
+          held.push_back(p);
+      }
+      REQUIRE(victim != nullptr);
+      std::memset(victim, 0x5a, size);
+      free_it(victim);
+      const volatile unsigned char* bytes = static_cast<unsigned char*>(hide(victim));
+      size_t stale = 0;
+      for (size_t i = snmalloc::SlabMeta::POISON_FROM; i < size; i++)
+        stale += bytes[i] != snmalloc::SlabMeta::POISON;
+      INFO("class " << sc << ", " << size << " bytes");
+      CHECK(stale == 0);
+      std::free(keep);
+      for (void* p : held)
+        std::free(p);
+    }
+  }
+} // namespace
+
+TEST_CASE("a freed object holds none of its data, freed by its owner or another thread", "[checks]")
+{
+  check_freed_objects_are_poisoned([](void* p) { std::free(p); });
+  // The freeing thread poisons, then batches the object for its owner;
+  // its exit posts the batch.
+  check_freed_objects_are_poisoned([](void* p) { std::thread([p] { std::free(p); }).join(); });
+}
+
+TEST_CASE("a sized delete with a smaller class's size", "[checks]")
+{
+  void* p = ::operator new(4096);
+  check_dies([p] { ::operator delete(p, 2048); }, "size mismatch on sized delete of", p);
+  ::operator delete(p, 4096);
+}
+
+TEST_CASE("realloc of a freed object", "[checks]")
+{
+  check_dies_naming(
+    [](auto tell) {
+      void* p = std::malloc(100);
+      tell(p);
+      std::free(p);
+      sink = std::realloc(hide(p), 120);
+      ::_exit(0);
+    },
+    "double free of");
+}
+
+TEST_CASE("the memcpy family checks heap destinations and sources", "[checks]")
+{
+  char* p = static_cast<char*>(std::malloc(64));
+  char* q = static_cast<char*>(std::malloc(64));
+  char* big = static_cast<char*>(std::malloc(256 * 1024));
+  char stack[128] = {};
+  char text[100];
+  std::memset(text, 'x', sizeof(text) - 1);
+  text[sizeof(text) - 1] = '\0';
+  char expected[200];
+
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: memcpy(): 65 bytes written at %p overflow the 64-byte heap object at %p\n", p, p);
+  check_dies_with([&] { std::memcpy(p, stack, 65); }, expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: memmove(): 72 bytes read at %p overflow the 64-byte heap object at %p\n", q, q);
+  check_dies_with([&] { std::memmove(stack, q, 72); }, expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: memset(): 32 bytes written at %p overflow the 64-byte heap object at %p\n",
+    p + 48, p);
+  check_dies_with([&] { std::memset(p + 48, 0, 32); }, expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: strcpy(): 100 bytes written at %p overflow the 64-byte heap object at %p\n", p, p);
+  check_dies_with([&] { std::strcpy(p, text); }, expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: strncpy(): 80 bytes written at %p overflow the 64-byte heap object at %p\n", p, p);
+  check_dies_with([&] { std::strncpy(p, "short", 80); }, expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: strcat(): 104 bytes written at %p overflow the 64-byte heap object at %p\n", p, p);
+  check_dies_with(
+    [&] {
+      std::strcpy(p, "abcd");
+      std::strcat(p, text);
+    },
+    expected);
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: memcpy(): 262145 bytes written at %p overflow the 262144-byte heap object at %p\n",
+    big, big);
+  check_dies_with([&] { std::memcpy(big, hide(big), 256 * 1024 + 1); }, expected);
+  std::snprintf(expected, sizeof(expected), "snmalloc: fatal: memset(): write to freed heap object at %p\n", q);
+  check_dies_with(
+    [&] {
+      std::free(q);
+      std::memset(q, 0, 8);
+    },
+    expected);
+
+  // In bounds, and memory that is not a heap object, pass.
+  std::memcpy(p, stack, 64);
+  std::memmove(p + 1, p, 63);
+  std::memset(big, 1, 256 * 1024);
+  std::memcpy(stack, text, sizeof(stack) - 1);
+  std::strcpy(p, "fits");
+  std::strcat(p, " and this too");
+  CHECK(std::strcmp(p, "fits and this too") == 0);
+  std::strncpy(q, "pad", 64);
+  CHECK(q[63] == '\0');
+  std::free(big);
+  std::free(q);
+  std::free(p);
+}
