@@ -1,7 +1,7 @@
 //! Guarded sampling through the safe API: objects are guarded while a
 //! correct program runs on unharmed, within the limit, and the errors of
 //! `set_guard`.  (The reports of real bugs are tested by the C++ suite,
-//! src/test/func/guard.)
+//! src/test/bugs/guard.)
 //!
 //! One test function: the profiler is per process.
 

@@ -296,7 +296,7 @@ namespace snmalloc
       // as on the list: freeing one is a bad free.  (Linking them all at
       // the first refill instead put the slab to sleep at once, so each
       // object a sample point gave back stayed unused until three more
-      // came: 5 MB of 4 KiB objects in http-endpoint's heap of 117 MB.)
+      // came: 5 MB of 4 KiB objects in func-http-endpoint's heap of 117 MB.)
       on_free_list.set_only(capacity - untouched, capacity);
       if (untouched != 0)
       {

@@ -4,7 +4,7 @@
 // so that a program under the profiling shim does not map and relocate
 // libm for them (C programs do not load it otherwise).  Each is within an
 // ulp or two of libm's over the arguments the profiler passes (the test
-// func-profile-math compares them); none sets errno.
+// unit-float-math compares them); none sets errno.
 
 #include <cstdint>
 #include <cstring>
