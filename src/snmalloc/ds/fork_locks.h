@@ -40,54 +40,49 @@ namespace snmalloc
     std::atomic<bool> registered_{false};
     SpinLock adding_;
 
-    // The slots this thread's fork took, in the order taken: one added
+    // The locks this thread's fork took, in the order taken: one added
     // after prepare may have come too late for it, so the handlers after
     // fork() must not run it.
-    static inline thread_local unsigned char taken_[SLOTS];
+    static inline thread_local const ForkLock* taken_[SLOTS];
     static inline thread_local unsigned taken_count_ = 0;
 
     static void prepare();
     static void in_parent();
     static void in_child();
 
-    // Add `lock` to the slots unless it is there already.
-    void add_slot(const ForkLock& lock) noexcept
-    {
-      LockGuard g(adding_);
-      unsigned free_slot = SLOTS;
-      for (unsigned i = 0; i < SLOTS; i++)
-      {
-        const ForkLock* l = slot_[i].load(std::memory_order_relaxed);
-        if (l == &lock)
-          return;
-        if (l == nullptr && free_slot == SLOTS)
-          free_slot = i;
-      }
-      if (free_slot == SLOTS)
-        report_fatal("fork_locks: more than 8 fork locks");
-      slot_[free_slot].store(&lock, std::memory_order_release);
-    }
-
   public:
-    // Add `lock` without registering: fork() takes it once some add() has
-    // registered.  For a lock that only a second thread could hold across
-    // another's fork(): a process gets a second thread from pthread_create,
-    // which allocates (the new thread's TLS vector), and the allocator's
-    // first allocation registers (global/thread_alloc.h).  A process that
-    // never allocates then makes no pthread_atfork call (its stub at the
-    // far end of the profiling shim's text, libc's code and list: about one
-    // page fault net at start-up).
+    // Add `lock` (static storage, once; adding it again changes nothing)
+    // without registering: fork() takes it once some add() has registered.
+    // For a lock that only a second thread could hold across another's
+    // fork(): a process gets a second thread from pthread_create, which
+    // allocates (the new thread's TLS vector), and the allocator's first
+    // allocation registers (global/thread_alloc.h).  A process that never
+    // allocates then makes no pthread_atfork call (its stub at the far end
+    // of the profiling shim's text, libc's code and list: about one page
+    // fault net at start-up).
     void add_deferred(const ForkLock& lock) noexcept
     {
-      add_slot(lock);
+      LockGuard g(adding_);
+      std::atomic<const ForkLock*>* free_slot = nullptr;
+      for (auto& slot : slot_)
+      {
+        const ForkLock* l = slot.load(std::memory_order_relaxed);
+        if (l == &lock)
+          return;
+        if (l == nullptr && free_slot == nullptr)
+          free_slot = &slot;
+      }
+      if (free_slot == nullptr)
+        report_fatal("fork_locks: more than 8 fork locks");
+      free_slot->store(&lock, std::memory_order_release);
     }
 
-    // Add `lock` (static storage), once.  false when pthread_atfork failed
-    // (out of memory); the lock is added all the same and a later call
-    // retries the registration.
+    // Add `lock` and register the handlers.  false when pthread_atfork
+    // failed (out of memory); the lock is added all the same and a later
+    // call retries the registration.
     bool add(const ForkLock& lock) noexcept
     {
-      add_slot(lock);
+      add_deferred(lock);
       if (registered_.load(std::memory_order_acquire))
         return true;
       // pthread_atfork is thread-safe; two first calls at once would
@@ -108,31 +103,27 @@ namespace snmalloc
   inline void ForkLocks::prepare()
   {
     fork_locks.adding_.lock();
-    // The slots in ascending order of their locks (insertion sort: few).
+    // The locks in ascending order (insertion sort: few).
     unsigned count = 0;
-    for (unsigned i = 0; i < SLOTS; i++)
+    for (auto& slot : fork_locks.slot_)
     {
-      const ForkLock* l = fork_locks.slot_[i].load(std::memory_order_acquire);
+      const ForkLock* l = slot.load(std::memory_order_acquire);
       if (l == nullptr)
         continue;
       unsigned at = count++;
-      while (at > 0 &&
-             fork_locks.slot_[taken_[at - 1]].load(std::memory_order_relaxed)->order > l->order)
-      {
+      for (; at > 0 && taken_[at - 1]->order > l->order; at--)
         taken_[at] = taken_[at - 1];
-        at--;
-      }
-      taken_[at] = static_cast<unsigned char>(i);
+      taken_[at] = l;
     }
     for (unsigned k = 0; k < count; k++)
-      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->prepare();
+      taken_[k]->prepare();
     taken_count_ = count;
   }
 
   inline void ForkLocks::in_parent()
   {
     for (unsigned k = taken_count_; k-- > 0;)
-      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->in_parent();
+      taken_[k]->in_parent();
     fork_locks.adding_.unlock();
   }
 
@@ -140,7 +131,7 @@ namespace snmalloc
   inline void ForkLocks::in_child()
   {
     for (unsigned k = taken_count_; k-- > 0;)
-      fork_locks.slot_[taken_[k]].load(std::memory_order_relaxed)->in_child();
+      taken_[k]->in_child();
     fork_locks.adding_.unlock();
   }
 } // namespace snmalloc

@@ -9,7 +9,6 @@
 #include "core_alloc.h"
 
 #include <type_traits>
-#include <utility>
 
 namespace snmalloc
 {
@@ -17,6 +16,15 @@ namespace snmalloc
   {
     template<typename T>
     T& ref();
+
+    template<typename P>
+    typename P::CoreState& state();
+
+    inline void* const no_object = nullptr;
+
+    // Well-formed when the call's type T is R.
+    template<typename R, typename T>
+    using Returns = std::enable_if_t<std::is_same_v<R, T>>;
 
     // One detector per hook: Hook<P, Core> names the call's type, and
     // has<Hook, P> is true when that call is well-formed.
@@ -33,49 +41,41 @@ namespace snmalloc
 
     // CoreState: per allocator, called from refill and the large path.
     template<typename P, typename Core>
-    using SampleDue = std::enable_if_t<std::is_same_v<
-      bool,
-      decltype(ref<typename P::CoreState>().sample_due(ref<Core>(), sizeclass_t{}))>>;
+    using SampleDue =
+      Returns<bool, decltype(state<P>().sample_due(ref<Core>(), sizeclass_t{}))>;
     template<typename P, typename Core>
-    using Split = std::enable_if_t<std::is_same_v<
-      Batch,
-      decltype(ref<typename P::CoreState>().split(ref<Core>(), sizeclass_t{}, Batch{}))>>;
+    using Split =
+      Returns<Batch, decltype(state<P>().split(ref<Core>(), sizeclass_t{}, Batch{}))>;
     template<typename P, typename Core>
-    using AllocAtSamplePoint = std::enable_if_t<std::is_same_v<
+    using AllocAtSamplePoint = Returns<
       void*,
-      decltype(ref<typename P::CoreState>().alloc_at_sample_point(
-        ref<Core>(), ref<FreeObject*>(), sizeclass_t{}, size_t{}, size_t{}))>>;
+      decltype(state<P>().alloc_at_sample_point(
+        ref<Core>(), ref<FreeObject*>(), sizeclass_t{}, size_t{}, size_t{}))>;
     template<typename P, typename Core>
-    using AllocLarge = std::enable_if_t<std::is_same_v<
+    using AllocLarge = Returns<
       void*,
-      decltype(ref<typename P::CoreState>().alloc_large(ref<Core>(), size_t{}, size_t{}, bool{}))>>;
+      decltype(state<P>().alloc_large(ref<Core>(), size_t{}, size_t{}, bool{}))>;
     template<typename P, typename Core>
-    using GrewInPlace = decltype(ref<typename P::CoreState>().grew_in_place(
-      static_cast<void*>(nullptr), size_t{}, size_t{}, size_t{}, bool{}));
+    using GrewInPlace = decltype(state<P>().grew_in_place(
+      no_object, size_t{}, size_t{}, size_t{}, bool{}));
     template<typename P, typename Core>
-    using Flush = decltype(ref<typename P::CoreState>().flush(ref<Core>()));
+    using Flush = decltype(state<P>().flush(ref<Core>()));
 
     // Static hooks: the front's slow paths, fork, statistics.
     template<typename P, typename Core>
-    using EnteredSlowPath = decltype(P::entered_slow_path(static_cast<void*>(nullptr)));
+    using EnteredSlowPath = decltype(P::entered_slow_path(no_object));
     template<typename P, typename Core>
-    using EnteredSamplePath = decltype(P::entered_sample_path(
-      static_cast<void*>(nullptr), static_cast<void*>(nullptr)));
+    using EnteredSamplePath = decltype(P::entered_sample_path(no_object, no_object));
     template<typename P, typename Core>
-    using DeallocSampled = decltype(P::dealloc_sampled(static_cast<void*>(nullptr)));
+    using DeallocSampled = decltype(P::dealloc_sampled(no_object));
     template<typename P, typename Core>
-    using SampledObject = std::enable_if_t<std::is_same_v<
-      ObjectExtent,
-      decltype(P::sampled_object(static_cast<const void*>(nullptr)))>>;
+    using SampledObject = Returns<ObjectExtent, decltype(P::sampled_object(no_object))>;
     template<typename P, typename Core>
-    using StartsSample = std::enable_if_t<std::is_same_v<
-      bool,
-      decltype(P::starts_sample(static_cast<const void*>(nullptr)))>>;
+    using StartsSample = Returns<bool, decltype(P::starts_sample(no_object))>;
     template<typename P, typename Core>
-    using OwnBytes = std::enable_if_t<std::is_same_v<size_t, decltype(P::own_bytes())>>;
+    using OwnBytes = Returns<size_t, decltype(P::own_bytes())>;
     template<typename P, typename Core>
-    using SamplesDropped =
-      std::enable_if_t<std::is_same_v<uint64_t, decltype(P::samples_dropped())>>;
+    using SamplesDropped = Returns<uint64_t, decltype(P::samples_dropped())>;
     template<typename P, typename Core>
     using RecountPoolSlabs = decltype(P::recount_pool_slabs());
     template<typename P, typename Core>
