@@ -55,10 +55,12 @@ WORKLOADS = [
     "fork-exec",
     "xthread-mix",
     "thread-churn",
+    # every thread allocates, another frees (xmalloc-style)
+    "producer-freer",
     # a live heap at a new peak all the time (issue 11's peak profile)
     "peak-growth",
 ]
-MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn"}
+MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn", "producer-freer"}
 SAMPLE_BYTES = "524288"
 RESULT_LINE = re.compile(r"^RESULT (.*)$", re.MULTILINE)
 
@@ -352,6 +354,14 @@ def cpu_model():
 
 def run_mode(mode, options):
     allocators = allocators_for(mode, options.build)
+    # Another build of ours (an older commit, a reference allocator) beside
+    # the rest, and ours against it round by round.
+    also = [library(path, name) for name, path in options.also]
+    allocators += also
+    pairs = [(a.name, "ours") for a in also]
+    if options.pinned and mode != "profile-compare":
+        allocators += [pinned(a, PIN_CPUS) for a in allocators if not a.cpus]
+        pairs += [tuple(f"{n}@cpu{PIN_CPUS}" for n in p) for p in pairs]
     usable = [a for a in allocators if not a.missing]
     for a in allocators:
         if a.missing:
@@ -365,6 +375,8 @@ def run_mode(mode, options):
     print()
     if mode == "compare":
         print("\n\n".join([*(compare_table(results, names, m) for m in METRICS), spread_table(results, names)]))
+        if pairs:
+            print("\n" + overhead_table(results, set(names), pairs))
     else:
         pairs = {"sampling": SAMPLING_PAIRS, "profile-compare": PROFILE_COMPARE_PAIRS}.get(mode, OVERHEAD_PAIRS)
         print(overhead_table(results, set(names), pairs))
@@ -387,6 +399,11 @@ def main():
     parser.add_argument("--mode", choices=["compare", "overhead", "both", "sampling", "checks", "profile-compare"], default="compare")
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=SHIM",
+                        type=lambda text: tuple(text.split("=", 1)),
+                        help="one more allocator to preload (repeatable); ours is also compared with it round by round")
+    parser.add_argument("--pinned", action="store_true",
+                        help="run every allocator also pinned to one CPU (taskset), in the same rounds")
     parser.add_argument("--json", help="also write every run's figures to this file")
     options = parser.parse_args()
     options.build = os.path.abspath(options.build)
