@@ -66,8 +66,9 @@ int snmalloc_profile_dump_lifetimes_fd(int fd);
 int snmalloc_profile_configure(const char* settings);
 
 /* Serve the profiles and statistics over HTTP until
-   snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak
-   (gzipped pprof; heap and allocs take ?seconds=N), /debug/pprof/ and
+   snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak,
+   /lifetimes (gzipped pprof; heap, allocs and lifetimes take ?seconds=N),
+   /debug/pprof/ and
    /metrics (Prometheus text).  `address` is "host:port" with a numeric
    host: "127.0.0.1:6060", ":0" (loopback, any free port), "[::1]:6060";
    a non-loopback address is served with a warning on stderr.  *port (if
