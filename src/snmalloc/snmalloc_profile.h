@@ -52,6 +52,13 @@ int snmalloc_profile_dump_fd(int fd);
    error); its alloc_* figures are those of now. */
 int snmalloc_profile_dump_peak(const char* path);
 int snmalloc_profile_dump_peak_fd(int fd);
+/* The lifetime profile: per allocation site, the sampled objects freed
+   since the process started (freed_objects, lifetime in nanoseconds;
+   labels lifetime=<1us .. >=1h and freed_by=same_thread|other_thread) and
+   those alive now (live_objects, live_age; label age=...), weighted like
+   the heap profile.  0 or an errno, as snmalloc_profile_dump. */
+int snmalloc_profile_dump_lifetimes(const char* path);
+int snmalloc_profile_dump_lifetimes_fd(int fd);
 /* Start profiling and the dumps it should make, with the text the
    SNMALLOC_PROFILE variable takes, e.g. "rate=1m,dump_every=4g,keep=10"
    (see docs/profiling.md).  EINVAL for bad text (one line on stderr;
@@ -59,8 +66,9 @@ int snmalloc_profile_dump_peak_fd(int fd);
 int snmalloc_profile_configure(const char* settings);
 
 /* Serve the profiles and statistics over HTTP until
-   snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak
-   (gzipped pprof; heap and allocs take ?seconds=N), /debug/pprof/ and
+   snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak,
+   /lifetimes (gzipped pprof; heap, allocs and lifetimes take ?seconds=N),
+   /debug/pprof/ and
    /metrics (Prometheus text).  `address` is "host:port" with a numeric
    host: "127.0.0.1:6060", ":0" (loopback, any free port), "[::1]:6060";
    a non-loopback address is served with a warning on stderr.  *port (if

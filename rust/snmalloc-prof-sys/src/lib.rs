@@ -94,6 +94,9 @@ extern "C" {
     /// The peak-heap profile, to a path or a descriptor.
     pub fn snmalloc_profile_dump_peak(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_peak_fd(fd: c_int) -> c_int;
+    /// The lifetime profile, to a path or a descriptor.
+    pub fn snmalloc_profile_dump_lifetimes(path: *const c_char) -> c_int;
+    pub fn snmalloc_profile_dump_lifetimes_fd(fd: c_int) -> c_int;
     /// Profiling and its automatic dumps from SNMALLOC_PROFILE-style text;
     /// EINVAL for bad text, EAGAIN if the helper thread cannot start.
     pub fn snmalloc_profile_configure(settings: *const c_char) -> c_int;

@@ -19,6 +19,10 @@
 //              so readers never see half a profile.  Returns the errno of
 //              what failed, never aborts.
 //   dump_peak(path)  the same, of the live heap as it was at its peak.
+//   dump_lifetimes(path)  the lifetime profile (lifetime_encoder.h): per
+//              site, the sampled objects freed since the process started,
+//              by lifetime bucket and freeing thread, and those still alive
+//              by age.
 //   set_guard(N)  guard at most N sampled objects at a time (0: off), at
 //              most `per_second` new ones a second (guarded_slots.h); the
 //              SIGSEGV handler that reports their faults is installed at
@@ -28,6 +32,7 @@
 
 #include "pprof/dump_file.h"
 #include "guard/guard_signal.h"
+#include "lifetime_profile.h"
 #include "pprof/pprof_encoder.h"
 #include "snapshot.h"
 
@@ -56,6 +61,7 @@ namespace snmalloc::profile
       return EINVAL;
     if (settings.interval.load() == 0)
       settings.start_time_ns.store(Pal::time_ns());
+    settings.wall_minus_monotonic_ns.store(Pal::time_ns() - Pal::precise_monotonic_ns());
     settings.mode.store(mode);
     settings.interval.store(rate);
     settings.epoch.fetch_add(1, std::memory_order_release);
@@ -158,6 +164,25 @@ namespace snmalloc::profile
 
   namespace detail
   {
+    // A profile's header stamped with `when`, covering `duration`
+    // nanoseconds (negative: since profiling started).
+    inline ProfileHeader profile_header(
+      int64_t when, const char* default_sample_type, int64_t duration)
+    {
+      int64_t started = settings.start_time_ns.load();
+      size_t r = settings.interval.load();
+      SampleMode m = settings.mode.load();
+      if (duration < 0)
+        duration = started != 0 && when > started ? when - started : 0;
+      return ProfileHeader{
+        r != 0 ? r : default_rate(m),
+        when,
+        duration,
+        settings.samples_dropped.load(std::memory_order_relaxed),
+        m,
+        default_sample_type};
+    }
+
     // A profile of `rows` stamped with `when`, covering `duration`
     // nanoseconds (negative: since profiling started).
     inline std::vector<uint8_t> encode_rows(
@@ -166,21 +191,33 @@ namespace snmalloc::profile
       const char* default_sample_type = "inuse_space",
       int64_t duration = -1)
     {
-      int64_t started = settings.start_time_ns.load();
-      size_t r = settings.interval.load();
-      SampleMode m = settings.mode.load();
-      if (duration < 0)
-        duration = started != 0 && when > started ? when - started : 0;
-      ProfileHeader header{
-        r != 0 ? r : default_rate(m),
-        when,
-        duration,
-        settings.samples_dropped.load(std::memory_order_relaxed),
-        m,
-        default_sample_type};
       std::vector<uint8_t> bytes;
-      encode_pprof(header, rows.data(), rows.size(), bytes);
+      encode_pprof(profile_header(when, default_sample_type, duration), rows.data(), rows.size(), bytes);
       return bytes;
+    }
+
+    // A lifetime profile of `rows`, as encode_rows; `lifetime` (with
+    // `-mean`, the mean lifetime) is what pprof shows by default.
+    inline std::vector<uint8_t>
+    encode_lifetime_rows(const LifetimeRows& rows, int64_t when, int64_t duration = -1)
+    {
+      std::vector<LifetimeRow> list;
+      list.reserve(rows.size());
+      for (const auto& kv : rows)
+        list.push_back(kv.second);
+      std::vector<uint8_t> bytes;
+      encode_lifetime_pprof(
+        profile_header(when, "lifetime", duration), list.data(), list.size(),
+        LIFETIME_BUCKET_NAMES, bytes);
+      return bytes;
+    }
+
+    // The frees so far and the objects alive now.
+    inline std::vector<uint8_t> encode_lifetime_profile()
+    {
+      LifetimeRows rows = freed_lifetime_rows();
+      add_live_lifetime_rows(rows);
+      return encode_lifetime_rows(rows, Pal::time_ns());
     }
 
     // A profile of `live` as the in-use figures, stamped with `when`.
@@ -271,5 +308,26 @@ namespace snmalloc::profile
     return detail::encode_and_write(
       [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
       detail::encode_peak_profile);
+  }
+
+  // The lifetime profile, written as dump(path) writes the heap profile.
+  inline DumpResult dump_lifetimes(const char* path)
+  {
+    if (path == nullptr || *path == '\0')
+      return {EINVAL};
+    return detail::encode_and_write(
+      [path](const uint8_t* data, size_t size) {
+        return write_gzip_file_atomic(path, data, size);
+      },
+      detail::encode_lifetime_profile);
+  }
+
+  inline DumpResult dump_lifetimes(int fd)
+  {
+    if (fd < 0)
+      return {EBADF};
+    return detail::encode_and_write(
+      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
+      detail::encode_lifetime_profile);
   }
 } // namespace snmalloc::profile

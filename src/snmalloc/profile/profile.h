@@ -17,15 +17,17 @@
 //   samples/  keep: sample_list.h (per-allocator live samples),
 //             profile_pool.h (the secondary allocator), live_samples.h
 //             (copy under locks), peak_profile.h, dump_triggers.h,
-//             event_stream.h (the raw stream)
+//             event_stream.h (the raw stream), lifetime_stats.h (per
+//             site, how long freed objects lived)
 //   symbols/  symbolize.h (mappings, build IDs, names for dumps),
 //             signal_symbolize.h (names without malloc, for fault reports)
 //   guard/    guarded_slots.h, guard_report.h, guard_signal.h
 //   pprof/    encode and write: protobuf_writer.h, pprof_encoder.h,
-//             profile_delta.h, dump_file.h (gzip, temp file + rename),
+//             lifetime_encoder.h, profile_delta.h, dump_file.h (gzip,
+//             temp file + rename),
 //             zlib_loader.h
 //   (root)    profiler.h (the hooks CoreAlloc calls), snapshot.h
-//             (unbias, aggregate), control.h (start / stop / dump: the C++
+//             (unbias, aggregate), lifetime_profile.h (its rows), control.h (start / stop / dump: the C++
 //             API), leak_report.h, this umbrella
 //   http/     the HTTP endpoint (not included here: override/http_endpoint.h
 //             starts it): http_server.h (start, stop, fork) over

@@ -5,6 +5,7 @@
 
 #include "samples/event_stream.h"
 #include "samples/dump_triggers.h"
+#include "samples/lifetime_stats.h"
 #include "guard/guard_report.h"
 #include "samples/profile_pool.h"
 #include "core/sampler.h"
@@ -54,7 +55,7 @@ namespace snmalloc::profile
     r->interval = rate.interval;
     r->bytes = bytes;
     r->mode = rate.mode;
-    r->time_ns = Pal::time_ns();
+    r->birth_ns = Pal::precise_monotonic_ns();
     r->site_id = id;
     r->thread_id = this_thread_id();
     if (!list.registered)
@@ -90,6 +91,17 @@ namespace snmalloc::profile
     peak_profile.removed(r);
   }
 
+  // A sampled object is freed: its site counts its lifetime (a second clock
+  // read, the only one at a free) and whether another thread freed it.
+  // Its weight is what its live bytes were computed from, recovered by a
+  // division rather than computed again (an expm1 in bytes mode).
+  inline void count_lifetime(const SampleRecord* r)
+  {
+    int64_t lifetime = Pal::precise_monotonic_ns() - r->birth_ns;
+    double weight = double(r->bytes) / double(r->allocated_size);
+    lifetime_table.freed(r->site_id, lifetime, r->thread_id != this_thread_id(), weight);
+  }
+
   // The stack of a free, allocator frames and all (the report cuts them
   // by name); none for a free the profiler itself makes.
   inline size_t capture_free_stack(uintptr_t* out, size_t max)
@@ -122,6 +134,7 @@ namespace snmalloc::profile
       write_guard_report(d, "", frames, depth);
       ::abort();
     }
+    count_lifetime(&slot.record);
     unlist(&slot.record);
     std::memcpy(slot.free_frames, frames, depth * sizeof(uintptr_t));
     slot.free_depth = uint32_t(depth);
@@ -354,6 +367,7 @@ namespace snmalloc::profile
         return;
       }
       SampleRecord* r = ProfilePool::live_record_of(p);
+      count_lifetime(r);
       unlist(r);
       profile_pool.dealloc(r);
     }
@@ -380,13 +394,13 @@ namespace snmalloc::profile
       return ProfilePool::object_holding(p);
     }
 
-    // Memory the profiler holds for itself: the stack table, the peak
-    // profile's copies, and the live samples' records (which lie in
+    // Memory the profiler holds for itself: the stack table, the sites'
+    // lifetimes, the peak profile's copies, and the live samples' records (which lie in
     // profile-pool blocks, so the heap statistics count them as live bytes
     // too).
     static size_t own_bytes()
     {
-      return stack_table.os_bytes() + peak_profile.own_bytes() +
+      return stack_table.os_bytes() + lifetime_table.os_bytes() + peak_profile.own_bytes() +
         sample_lists.total_count() * sizeof(SampleRecord);
     }
 
@@ -407,6 +421,7 @@ namespace snmalloc::profile
       event_ring_lock.lock();
       peak_profile.prefork();
       stack_table.prefork();
+      lifetime_table.prefork();
       sample_lists.prefork();
       profile_pool.prefork();
       guarded_slots.prefork();
@@ -421,6 +436,7 @@ namespace snmalloc::profile
       guarded_slots.postfork();
       profile_pool.postfork();
       sample_lists.postfork();
+      lifetime_table.postfork();
       stack_table.postfork();
       peak_profile.postfork();
       event_ring_lock.unlock();

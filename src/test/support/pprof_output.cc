@@ -51,47 +51,48 @@ namespace snmalloc_test
       REQUIRE(digits.find_first_not_of("-0123456789") == std::string::npos);
       return std::stoll(digits);
     }
-
-    // Flat value per function from pprof -top for one sample type.
-    std::map<std::string, int64_t> flat_values(
-      const std::string& profile,
-      const std::string& sample_index,
-      bool bytes,
-      const std::string& options)
-    {
-      // -unit=B prints bytes as exact integers ("28672B") instead of
-      // rounded "28kB"; counts are printed as integers already.
-      std::string output = pprof_ok(
-        "-top -nodecount=100000 -nodefraction=0 -sample_index=" + sample_index +
-        (bytes ? " -unit=B " : " ") + options + " '" + self_exe() + "' '" + profile + "'");
-      std::map<std::string, int64_t> values;
-      bool in_table = false;
-      for (const std::string& line : lines_of(output))
-      {
-        if (!in_table)
-        {
-          std::stringstream header(line);
-          std::string first, second;
-          header >> first >> second;
-          in_table = first == "flat" && second == "flat%";
-          continue;
-        }
-        // flat flat% sum% cum cum% name (which may hold spaces)
-        std::stringstream row(line);
-        std::string flat, flat_share, sum_share, cum, cum_share;
-        row >> flat >> flat_share >> sum_share >> cum >> cum_share;
-        std::string name;
-        std::getline(row, name);
-        name = trim(name);
-        INFO("pprof -top line: " << line);
-        REQUIRE(!name.empty());
-        values[base_name(name)] += flat == "0" ? 0 : parse_value(flat, bytes ? "B" : "");
-      }
-      INFO("pprof -top output:\n" << output);
-      REQUIRE(in_table);
-      return values;
-    }
   } // namespace
+
+  std::map<std::string, int64_t> flat_values(
+    const std::string& profile,
+    const std::string& sample_index,
+    const std::string& unit,
+    const std::string& options)
+  {
+    // -unit=B prints bytes as exact integers ("28672B") instead of
+    // rounded "28kB", -unit=ns nanoseconds ("1500000ns", not "1.50ms");
+    // counts are printed as integers already.
+    std::string output = pprof_ok(
+      "-top -nodecount=100000 -nodefraction=0 -sample_index=" + sample_index +
+      (unit.empty() ? " " : " -unit=" + unit + " ") + options + " '" + self_exe() + "' '" +
+      profile + "'");
+    std::map<std::string, int64_t> values;
+    bool in_table = false;
+    for (const std::string& line : lines_of(output))
+    {
+      if (!in_table)
+      {
+        std::stringstream header(line);
+        std::string first, second;
+        header >> first >> second;
+        in_table = first == "flat" && second == "flat%";
+        continue;
+      }
+      // flat flat% sum% cum cum% name (which may hold spaces)
+      std::stringstream row(line);
+      std::string flat, flat_share, sum_share, cum, cum_share;
+      row >> flat >> flat_share >> sum_share >> cum >> cum_share;
+      std::string name;
+      std::getline(row, name);
+      name = trim(name);
+      INFO("pprof -top line: " << line);
+      REQUIRE(!name.empty());
+      values[base_name(name)] += flat == "0" ? 0 : parse_value(flat, unit);
+    }
+    INFO("pprof -top output:\n" << output);
+    REQUIRE(in_table);
+    return values;
+  }
 
   std::string base_name(std::string name)
   {
@@ -126,16 +127,16 @@ namespace snmalloc_test
     struct Index
     {
       const char* name;
-      bool bytes;
+      const char* unit;
       int64_t SiteValues::*field;
     };
     const Index indices[] = {
-      {"alloc_objects", false, &SiteValues::alloc_objects},
-      {"alloc_space", true, &SiteValues::alloc_space},
-      {"inuse_objects", false, &SiteValues::inuse_objects},
-      {"inuse_space", true, &SiteValues::inuse_space}};
+      {"alloc_objects", "", &SiteValues::alloc_objects},
+      {"alloc_space", "B", &SiteValues::alloc_space},
+      {"inuse_objects", "", &SiteValues::inuse_objects},
+      {"inuse_space", "B", &SiteValues::inuse_space}};
     for (const Index& index : indices)
-      for (const auto& [function, value] : flat_values(profile, index.name, index.bytes, options))
+      for (const auto& [function, value] : flat_values(profile, index.name, index.unit, options))
         by_function_[function].*index.field += value;
   }
 

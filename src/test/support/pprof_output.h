@@ -46,6 +46,16 @@ namespace snmalloc_test
     }
   };
 
+  // One sample type's flat values per function (base names) from pprof
+  // -top, printed in `unit` ("" for counts, "B", "ns"), with further pprof
+  // `options` ("-tagfocus=...", "-mean").  Functions pprof does not list
+  // are absent.
+  std::map<std::string, int64_t> flat_values(
+    const std::string& profile,
+    const std::string& sample_index,
+    const std::string& unit,
+    const std::string& options = "");
+
   // pprof -raw: the profile as stored, before pprof prunes any frame.
   // Function names are base names.
   struct RawSample

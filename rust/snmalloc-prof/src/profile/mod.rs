@@ -184,6 +184,24 @@ pub fn dump_peak(path: impl AsRef<Path>) -> io::Result<()> {
     check(unsafe { sys::snmalloc_profile_dump_peak(path.as_ptr()) })
 }
 
+/// Writes the lifetime profile to `path`, as [`dump`] does: per allocation
+/// site, the sampled objects freed since the process started
+/// (`freed_objects`, `lifetime` in nanoseconds, labels `lifetime=<1us` ..
+/// `>=1h` and `freed_by=same_thread|other_thread`) and those alive now
+/// (`live_objects`, `live_age`, label `age=...`), weighted like the heap
+/// profile.  `go tool pprof -mean` gives the mean lifetime per site.
+pub fn dump_lifetimes(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = c_path(path.as_ref())?;
+    // SAFETY: `path` is a valid NUL-terminated string for the call.
+    check(unsafe { sys::snmalloc_profile_dump_lifetimes(path.as_ptr()) })
+}
+
+/// Writes the lifetime profile to an open file descriptor, as [`dump_fd`].
+pub fn dump_lifetimes_fd(fd: impl AsFd) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the duration of the borrow.
+    check(unsafe { sys::snmalloc_profile_dump_lifetimes_fd(fd.as_fd().as_raw_fd()) })
+}
+
 /// Starts profiling and the dumps it should make, with the text the
 /// `SNMALLOC_PROFILE` variable takes, e.g. `"rate=1m,dump_every=4g,keep=10"`
 /// (docs/profiling.md lists the keys; sizes take k, m and g suffixes).
@@ -204,9 +222,9 @@ pub fn dump_peak_fd(fd: impl AsFd) -> io::Result<()> {
 
 /// Serves the profiles and statistics over HTTP at `address` until
 /// [`http_stop`] or exit, from a thread of the allocator's own:
-/// `/debug/pprof/heap`, `/debug/pprof/allocs` and `/debug/pprof/peak`
-/// (gzipped pprof, read by `go tool pprof URL`, Pyroscope and Parca; heap
-/// and allocs take `?seconds=N`), and `/metrics` (Prometheus text).
+/// `/debug/pprof/heap`, `/debug/pprof/allocs`, `/debug/pprof/peak` and
+/// `/debug/pprof/lifetimes` (gzipped pprof, read by `go tool pprof URL`,
+/// Pyroscope and Parca; heap, allocs and lifetimes take `?seconds=N`), and `/metrics` (Prometheus text).
 /// `address` is `"host:port"` with a numeric host: `"127.0.0.1:6060"`,
 /// `":0"` (loopback, any free port); a non-loopback address is served with
 /// a warning on stderr.  Returns the port.

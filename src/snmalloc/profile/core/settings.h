@@ -26,6 +26,10 @@ namespace snmalloc::profile
     std::atomic<uint64_t> epoch{1};
     std::atomic<size_t> max_depth{DEFAULT_DEPTH};
     std::atomic<int64_t> start_time_ns{0};
+    // CLOCK_REALTIME - CLOCK_MONOTONIC, taken at every start(): a sample's
+    // wall-clock time is its monotonic birth plus this, off by as much as
+    // the wall clock was stepped since (a slew moves both clocks alike).
+    std::atomic<int64_t> wall_minus_monotonic_ns{0};
     // Samples not taken because memory for their record or stack ran out
     // (the allocation itself was then served unsampled, or failed).
     std::atomic<uint64_t> samples_dropped{0};

@@ -6,8 +6,11 @@
 //   /debug/pprof/heap     the live heap, gzipped pprof: the bytes dump() writes
 //   /debug/pprof/allocs   the same profile, alloc_space its default type
 //   /debug/pprof/peak     the peak-heap profile (dump_peak)
+//   /debug/pprof/lifetimes  the lifetime profile (dump_lifetimes)
 //       heap and allocs take ?seconds=N (1 .. MAX_DELTA_SECONDS): the
-//       difference of two profiles N seconds apart (profile_delta.h)
+//       difference of two profiles N seconds apart (profile_delta.h);
+//       lifetimes too: the objects freed in those N seconds, and no live
+//       ones (lifetime_profile.h)
 //   /debug/pprof/         an HTML index of the above
 //   /metrics              metrics_page.h
 //
@@ -35,17 +38,9 @@ namespace snmalloc::profile::http
       r.body += '\n';
     }
 
-    // A profile of `rows` into r as gzipped pprof, counted as a dump.
-    inline void send_profile(
-      Response& r,
-      const char* name,
-      const std::vector<ProfileBucket>& rows,
-      int64_t when,
-      const char* default_sample_type,
-      int64_t duration = -1)
+    // An encoded profile into r, gzipped, counted as a dump.
+    inline void send_encoded(Response& r, const char* name, const std::vector<uint8_t>& bytes)
     {
-      std::vector<uint8_t> bytes =
-        detail::encode_rows(rows, when, default_sample_type, duration);
       std::string body;
       int error = gzip_to(bytes.data(), bytes.size(), [&](const uint8_t* p, size_t n) {
         try
@@ -70,27 +65,71 @@ namespace snmalloc::profile::http
       r.body = std::move(body);
     }
 
+    // A profile of `rows` into r as gzipped pprof, counted as a dump.
+    inline void send_profile(
+      Response& r,
+      const char* name,
+      const std::vector<ProfileBucket>& rows,
+      int64_t when,
+      const char* default_sample_type,
+      int64_t duration = -1)
+    {
+      send_encoded(r, name, detail::encode_rows(rows, when, default_sample_type, duration));
+    }
+
     inline std::vector<ProfileBucket> live_rows()
     {
       return aggregate(snapshot_live_samples()).rows;
+    }
+
+    // Reads seconds=N into `seconds`; false (and r a 400) if it is there
+    // but not a number of seconds allowed.  `seconds` stays 0 without it.
+    inline bool window_seconds(const Request& q, Response& r, size_t& seconds)
+    {
+      Text value;
+      if (!query_value(q.query, "seconds", value))
+        return true;
+      if (parse_size(value, 1, MAX_DELTA_SECONDS, seconds))
+        return true;
+      bad_request(r, "seconds must be a whole number of seconds from 1 to 3600");
+      return false;
     }
 
     // heap or allocs, now or as the difference over ?seconds=N.
     inline void heap_profile(
       const Request& q, Response& r, const char* name, const char* default_sample_type)
     {
-      Text value;
-      if (!query_value(q.query, "seconds", value))
-        return send_profile(r, name, live_rows(), Pal::time_ns(), default_sample_type);
       size_t seconds = 0;
-      if (!parse_size(value, 1, MAX_DELTA_SECONDS, seconds))
-        return bad_request(r, "seconds must be a whole number of seconds from 1 to 3600");
+      if (!window_seconds(q, r, seconds))
+        return;
+      if (seconds == 0)
+        return send_profile(r, name, live_rows(), Pal::time_ns(), default_sample_type);
       int64_t since = Pal::time_ns();
       r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
       r.finish = [before = live_rows(), since, name, default_sample_type](Response& out) {
         int64_t now = Pal::time_ns();
         send_profile(
           out, name, profile_delta(before, live_rows()), now, default_sample_type, now - since);
+      };
+    }
+
+    // The lifetime profile now, or the frees of the next ?seconds=N.
+    inline void lifetimes(const Request& q, Response& r)
+    {
+      size_t seconds = 0;
+      if (!window_seconds(q, r, seconds))
+        return;
+      if (seconds == 0)
+        return send_encoded(r, "lifetimes", detail::encode_lifetime_profile());
+      int64_t since = Pal::time_ns();
+      r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
+      r.finish = [before = freed_lifetime_rows(), since](Response& out) {
+        int64_t now = Pal::time_ns();
+        send_encoded(
+          out,
+          "lifetimes",
+          detail::encode_lifetime_rows(
+            lifetime_delta(before, freed_lifetime_rows()), now, now - since));
       };
     }
 
@@ -119,6 +158,8 @@ namespace snmalloc::profile::http
         "<li><a href=\"allocs\">allocs</a>: the same profile, alloc_space by default "
         "(everything sampled since the start)</li>\n"
         "<li><a href=\"peak\">peak</a>: live objects when the heap was highest</li>\n"
+        "<li><a href=\"lifetimes\">lifetimes</a>: how long objects lived, per site "
+        "(pprof, lifetime; <code>?seconds=N</code>: the frees of N seconds)</li>\n"
         "<li><a href=\"/metrics\">/metrics</a>: allocator statistics (Prometheus)</li>\n"
         "</ul>\n<p><code>go tool pprof http://HOST:PORT/debug/pprof/heap</code></p>\n"
         "</body></html>\n";
@@ -146,6 +187,7 @@ namespace snmalloc::profile::http
       Heap,
       Allocs,
       Peak,
+      Lifetimes,
       Index,
       Metrics,
     } page;
@@ -155,6 +197,8 @@ namespace snmalloc::profile::http
       page = Page::Allocs;
     else if (q.path.is("/debug/pprof/peak"))
       page = Page::Peak;
+    else if (q.path.is("/debug/pprof/lifetimes"))
+      page = Page::Lifetimes;
     else if (q.path.is("/debug/pprof/") || q.path.is("/debug/pprof"))
       page = Page::Index;
     else if (q.path.is("/metrics"))
@@ -180,6 +224,8 @@ namespace snmalloc::profile::http
         return heap_profile(q, r, "allocs", "alloc_space");
       case Page::Peak:
         return peak(q, r);
+      case Page::Lifetimes:
+        return lifetimes(q, r);
       case Page::Index:
         return index(r);
       case Page::Metrics:

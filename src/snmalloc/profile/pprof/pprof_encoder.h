@@ -116,7 +116,7 @@ namespace snmalloc::profile
     }
     namespace label_field
     {
-      constexpr uint32_t key = 1, num = 3, num_unit = 4;
+      constexpr uint32_t key = 1, str = 2, num = 3, num_unit = 4;
     }
     namespace mapping_field
     {
@@ -167,8 +167,12 @@ namespace snmalloc::profile
       }
     };
 
+    // The heap profile's encoder; the parts every profile shares (strings,
+    // locations, mappings, functions, the header fields) are protected,
+    // for encoders of other sample types (lifetime_encoder.h).
     class PprofEncoder
     {
+    protected:
       ProtobufWriter writer;
       StringTable strings;
 
@@ -188,23 +192,23 @@ namespace snmalloc::profile
       std::vector<uint64_t> location_ids;
       std::unordered_map<const uintptr_t*, StackLocations> stacks;
 
-      const uint64_t* stack_locations(const ProfileBucket& bucket)
+      const uint64_t* stack_locations(const uintptr_t* frames, uint32_t depth)
       {
-        auto cached = stacks.find(bucket.frames);
-        if (cached != stacks.end() && cached->second.depth == bucket.depth)
+        auto cached = stacks.find(frames);
+        if (cached != stacks.end() && cached->second.depth == depth)
           return &location_ids[cached->second.first];
 
         size_t first = location_ids.size();
-        for (uint32_t i = 0; i < bucket.depth; i++)
+        for (uint32_t i = 0; i < depth; i++)
         {
-          uintptr_t address = bucket.frames[i];
+          uintptr_t address = frames[i];
           auto [entry, inserted] =
             location_of_address.try_emplace(address, return_addresses.size() + 1);
           if (inserted)
             return_addresses.push_back(address);
           location_ids.push_back(entry->second);
         }
-        stacks.insert_or_assign(bucket.frames, StackLocations{first, bucket.depth});
+        stacks.insert_or_assign(frames, StackLocations{first, depth});
         return &location_ids[first];
       }
 
@@ -233,9 +237,17 @@ namespace snmalloc::profile
         writer.end_message(label);
       }
 
+      void write_label(int64_t key, std::string_view text)
+      {
+        size_t label = writer.begin_message(sample_field::label);
+        writer.int64_field(label_field::key, key);
+        writer.int64_field(label_field::str, strings.intern(text));
+        writer.end_message(label);
+      }
+
       void write_sample(const ProfileBucket& bucket, const LabelKeys& keys)
       {
-        const uint64_t* locations = stack_locations(bucket);
+        const uint64_t* locations = stack_locations(bucket.frames, bucket.depth);
         const int64_t values[] = {
           round_of(bucket.alloc_objects),
           round_of(bucket.alloc_bytes),
@@ -381,7 +393,14 @@ namespace snmalloc::profile
           strings.intern("thread")};
         for (size_t i = 0; i < count; i++)
           write_sample(buckets[i], keys);
+        write_stacks_and_header(header);
+      }
 
+    protected:
+      // Everything after the samples: their locations, functions and
+      // mappings, the header fields, the strings.
+      void write_stacks_and_header(const ProfileHeader& header)
+      {
         std::vector<ProcessMapping> mappings = read_process_mappings();
         write_locations_and_functions(mappings, write_mappings(mappings));
 

@@ -28,7 +28,8 @@ namespace snmalloc::profile
     size_t requested_size;
     size_t allocated_size;
     size_t interval;
-    int64_t time_ns;
+    int64_t time_ns; // wall clock (CLOCK_REALTIME) when it was sampled
+    int64_t birth_ns; // CLOCK_MONOTONIC when it was sampled
     uint32_t site_id; // the stack table's (stack, object size)
     uint32_t thread_id;
     SampleMode mode;
@@ -140,7 +141,8 @@ namespace snmalloc::profile
       r->requested_size,
       r->allocated_size,
       r->interval,
-      r->time_ns,
+      r->birth_ns + settings.wall_minus_monotonic_ns.load(std::memory_order_relaxed),
+      r->birth_ns,
       r->site_id,
       r->thread_id,
       r->mode};

@@ -32,13 +32,17 @@ namespace snmalloc::profile
     SampleList* list;
     void* object;
     size_t allocated_size; // the size the object stands in for (its class)
-    int64_t time_ns;
+    // CLOCK_MONOTONIC at the sample, to the nanosecond: the object's age
+    // and, at its free, its lifetime.  The wall-clock time a view shows
+    // is derived from it (Settings::wall_minus_monotonic_ns), so a sample
+    // reads one clock.
+    int64_t birth_ns;
     size_t interval; // R when it was sampled
     // What it adds to the live-heap estimate (more than 0), kept so that
     // the free takes off exactly that without computing the weight again
     // (an expm1, about 50 instructions a sample).
     int64_t bytes;
-    uint32_t thread_id;
+    uint32_t thread_id; // the allocating thread's OS id
     SampleMode mode; // how it was sampled: with `interval`, its weight
     // The record's last word, just below a pool object, and never more
     // than allocated_size: a write below the object (an underflow) changes

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTTP endpoint (SNMALLOC_PROFILE=http=...) read by the real clients:
-#   - go tool pprof -top URL of heap, allocs, peak and heap?seconds=N, the
-#     sites and totals checked against what http_target holds;
+#   - go tool pprof -top URL of heap, allocs, peak, heap?seconds=N,
+#     lifetimes and lifetimes?seconds=N, the sites and totals checked
+#     against what http_target holds;
 #   - promtool check metrics on /metrics; a Prometheus server scraping it,
 #     read back through its query API;
 #   - bad, slow, oversized and too many clients (bad_clients.py), while the
@@ -226,6 +227,58 @@ if pprof_top peak "$base/debug/pprof/peak" && pprof_top after "$base/debug/pprof
   fi
 else
   fail "go tool pprof peak: $(cat "$work/peak.err" "$work/after.err")"
+fi
+
+# --- lifetimes: the whole profile, and ?seconds=N the frees of a window --
+# A count's estimate for n objects of OBJECT bytes, each sampled with
+# p = 1 - exp(-OBJECT/R) and weighted 1/p, has sd sqrt(n (1 - p) / p).
+within_count_sd() { # VALUE N K
+  python3 -c "import math,sys; v,n,k=map(float,sys.argv[1:]); p=-math.expm1(-4096/$RATE); sys.exit(0 if abs(v-n) <= k*math.sqrt(n*(1-p)/p) else 1)" "$@"
+}
+lifetimes_top() { # NAME URL SAMPLE_INDEX [pprof options]
+  local name=$1 url=$2 index=$3
+  shift 3
+  timeout 120 "$go" tool pprof -top -sample_index="$index" "$@" "$url" >"$work/$name.top" 2>"$work/$name.err"
+}
+site_value() { # TOP_FILE FUNCTION: its flat value, a count (0 if absent)
+  awk -v f="$2" '$NF == f { print int($1); found = 1; exit } END { if (!found) print 0 }' "$1"
+}
+# peak_site's 128 MiB made and freed again 2 s into a 5 s window: in the
+# window, its frees on their own thread; site_a, held all along, no frees.
+peak_objects=$((128 * MiB / 4096))
+lifetimes_top window "$base/debug/pprof/lifetimes?seconds=5" freed_objects &
+window_pid=$!
+sleep 2
+tell peak
+for _ in $(seq 150); do [ "$(grep -c '^peaked' "$work/out")" -ge 2 ] && break; sleep 0.2; done
+[ "$(grep -c '^peaked' "$work/out")" -ge 2 ] || fail "the second peak did not finish"
+if wait $window_pid; then
+  f=$(site_value "$work/window.top" peak_site); a=$(site_value "$work/window.top" site_a)
+  if within_count_sd "$f" $peak_objects 5 && [ "$a" -eq 0 ]; then
+    pass "lifetimes?seconds=5: peak_site freed $f objects ($peak_objects), site_a $a"
+  else
+    fail "lifetimes?seconds=5: peak_site freed $f ($peak_objects), site_a $a (0)"; cat "$work/window.top"
+  fi
+  grep -Eq "^Duration: [45](\.[0-9]+)?s" "$work/window.top" || fail "lifetimes window duration: $(grep ^Duration "$work/window.top")"
+else
+  fail "go tool pprof lifetimes?seconds=5: $(cat "$work/window.err")"
+fi
+# The whole profile: both peaks' frees, none by another thread; site_a's
+# 64 MiB live since the start, older than a second.
+if lifetimes_top freed "$base/debug/pprof/lifetimes" freed_objects &&
+  lifetimes_top other "$base/debug/pprof/lifetimes" freed_objects -tagfocus=freed_by=other_thread &&
+  lifetimes_top live "$base/debug/pprof/lifetimes" live_objects '-tagfocus=age=^(<10s|<1min|<10min)$'; then
+  f=$(site_value "$work/freed.top" peak_site); o=$(site_value "$work/other.top" peak_site)
+  l=$(site_value "$work/live.top" site_a)
+  if within_count_sd "$f" $((2 * peak_objects)) 5 && [ "$o" -eq 0 ] &&
+    within_count_sd "$l" $((64 * MiB / 4096)) 5; then
+    pass "lifetimes: peak_site freed $f ($((2 * peak_objects))), by another thread $o; site_a live $l"
+  else
+    fail "lifetimes: peak_site freed $f ($((2 * peak_objects))), other thread $o (0), site_a live $l"
+    cat "$work/freed.top" "$work/live.top"
+  fi
+else
+  fail "go tool pprof lifetimes: $(cat "$work/freed.err" "$work/other.err" "$work/live.err")"
 fi
 
 # --- bad clients, while the program works ------------------------------------
