@@ -52,7 +52,7 @@ for f in a b; do
   fi
 done
 objects=$("$go" tool pprof -sample_index=inuse_objects -top -focus=hold_objects \
-  "$prog" "$work/b.pb" 2>/dev/null | awk '$NF == "hold_objects" { print $4; exit }')
+  "$prog" "$work/b.pb" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ && / hold_objects/ { print $4; exit }')
 if [ "$objects" != 1502 ]; then
   fail "second dump: $objects objects held by hold_objects, expected 1502 (and the two arrays of pointers)"
 else
