@@ -3,11 +3,11 @@
 // libgcc's `_Unwind_Backtrace` (every C++ link brings it) and libunwind's
 // `unw_backtrace` (linked only when CMake's SNMALLOC_PROFILE_UNWINDER is
 // libunwind).  Both know every kind of frame, signal frames included.
-// libgcc reads each frame's table afresh: 13,502 instructions a warm
-// 16-frame walk on x86-64, against libunwind's 1,592, which keeps a cache of
-// frame shapes by address (its "fast trace"), and the built-in walker's
-// 1,114 (stack_capture.h).  Where there is no built-in walker, libunwind is
-// the walker if it is installed (docs/profiling.md).
+// libgcc reads each frame's table afresh: 13,391 instructions a warm
+// 16-frame walk on x86-64, against libunwind's 1,711, which keeps a cache of
+// frame shapes by address (its "fast trace"), and the built-in walker's 730
+// (stack_capture.h).  Where there is no built-in walker, libunwind is the
+// walker if it is installed (docs/profiling.md, "Stack walkers").
 
 #include "../core/settings.h"
 
