@@ -400,10 +400,15 @@ namespace snmalloc::profile
   SNMALLOC_SLOW_PATH inline size_t walk_current_stack(uintptr_t* out, size_t max)
   {
     if constexpr (config::unwinder != config::Unwinder::Builtin)
+    {
       return walk_stack_fully(out, max);
-    frame_rule_cache.check_unloads();
-    size_t n = walk_stack(out, max);
-    return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
+    }
+    else
+    {
+      frame_rule_cache.check_unloads();
+      size_t n = walk_stack(out, max);
+      return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
+    }
   }
 
   SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
