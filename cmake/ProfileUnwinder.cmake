@@ -1,3 +1,15 @@
+# snmalloc_find_libunwind(): SNMALLOC_LIBUNWIND_INCLUDE_DIR and
+# SNMALLOC_LIBUNWIND_LIBRARY (cached), and SNMALLOC_LIBUNWIND_FOUND.
+macro(snmalloc_find_libunwind)
+  find_path(SNMALLOC_LIBUNWIND_INCLUDE_DIR libunwind.h)
+  find_library(SNMALLOC_LIBUNWIND_LIBRARY unwind)
+  if(SNMALLOC_LIBUNWIND_INCLUDE_DIR AND SNMALLOC_LIBUNWIND_LIBRARY)
+    set(SNMALLOC_LIBUNWIND_FOUND ON)
+  else()
+    set(SNMALLOC_LIBUNWIND_FOUND OFF)
+  endif()
+endmacro()
+
 # snmalloc_choose_unwinder(OUT): which stack walker SNMALLOC_PROFILE_UNWINDER
 # (auto|builtin|libunwind|libgcc) gives on this target, in OUT; for
 # libunwind also SNMALLOC_LIBUNWIND_INCLUDE_DIR and SNMALLOC_LIBUNWIND_LIBRARY
@@ -17,9 +29,8 @@ function(snmalloc_choose_unwinder out)
       "this target is ${CMAKE_SYSTEM_PROCESSOR} (use auto, libunwind or libgcc)")
   endif()
   if(choice STREQUAL libunwind OR (choice STREQUAL auto AND NOT has_builtin))
-    find_path(SNMALLOC_LIBUNWIND_INCLUDE_DIR libunwind.h)
-    find_library(SNMALLOC_LIBUNWIND_LIBRARY unwind)
-    if(SNMALLOC_LIBUNWIND_INCLUDE_DIR AND SNMALLOC_LIBUNWIND_LIBRARY)
+    snmalloc_find_libunwind()
+    if(SNMALLOC_LIBUNWIND_FOUND)
       set(${out} libunwind PARENT_SCOPE)
       return()
     endif()
