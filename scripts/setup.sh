@@ -15,6 +15,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # its own on a free port (where systemd runs, the package also starts
 # Debian's prometheus service on :9090; the test does not use it).
 packages=(cmake g++ clang make catch2 zlib1g-dev
+          libunwind-dev
           golang-go graphviz valgrind python3 bc prometheus curl)
 bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev)
 

@@ -22,6 +22,20 @@
 #  define SNMALLOC_SHIM_PRIVATE_LIBSTDCXX 0
 #endif
 
+// The stack walker CMake's SNMALLOC_PROFILE_UNWINDER chose when it is not
+// the default for the architecture (built-in on x86-64, libgcc elsewhere).
+#ifndef SNMALLOC_PROFILE_UNWINDER_LIBUNWIND
+#  define SNMALLOC_PROFILE_UNWINDER_LIBUNWIND 0
+#endif
+#ifndef SNMALLOC_PROFILE_UNWINDER_LIBGCC
+#  define SNMALLOC_PROFILE_UNWINDER_LIBGCC 0
+#endif
+#if defined(__x86_64__)
+#  define SNMALLOC_HAS_BUILTIN_UNWINDER 1
+#else
+#  define SNMALLOC_HAS_BUILTIN_UNWINDER 0
+#endif
+
 namespace snmalloc::config
 {
   constexpr bool profile = SNMALLOC_PROFILE != 0;
@@ -33,6 +47,20 @@ namespace snmalloc::config
   // whether that libstdc++ is the shim's own copy rather than the program's.
   constexpr bool shim_links_libstdcxx = SNMALLOC_SHIM_WITHOUT_LIBSTDCXX == 0;
   constexpr bool shim_libstdcxx_is_private = SNMALLOC_SHIM_PRIVATE_LIBSTDCXX != 0;
+
+  // What walks a sampled stack (profile/stacks/): the built-in .eh_frame
+  // walker with its rule cache (x86-64 only), libunwind's unw_backtrace,
+  // or libgcc's _Unwind_Backtrace.
+  enum class Unwinder
+  {
+    Builtin,
+    Libunwind,
+    Libgcc,
+  };
+  constexpr Unwinder unwinder = SNMALLOC_PROFILE_UNWINDER_LIBUNWIND != 0 ? Unwinder::Libunwind :
+    SNMALLOC_PROFILE_UNWINDER_LIBGCC != 0 || SNMALLOC_HAS_BUILTIN_UNWINDER == 0 ?
+                                                                           Unwinder::Libgcc :
+                                                                           Unwinder::Builtin;
 
   // Granularity of the pagemap and of the backend.
   constexpr size_t CHUNK_BITS = 14;

@@ -290,6 +290,22 @@ namespace snmalloc
 #endif
     }
 
+    // In a signal handler, from its context: the address of the
+    // interrupted instruction (for a fault, the faulting one), 0 if unknown
+    // on this architecture.
+    static uintptr_t interrupted_instruction(const void* context) noexcept
+    {
+      const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+      return uintptr_t(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+      return uintptr_t(uc->uc_mcontext.pc);
+#else
+      (void)uc;
+      return 0;
+#endif
+    }
+
     static void pause() noexcept
     {
 #if defined(__x86_64__) || defined(__i386__)

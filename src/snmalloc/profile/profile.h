@@ -10,10 +10,13 @@
 //   core/     decide: settings.h (start/stop state), sample_mode.h (what
 //             a rate means, what a sample weighs), sampler.h (where the
 //             next sample falls: the free-list split at refill)
-//   stacks/   record: stack_capture.h (the walk: own .eh_frame walker on
-//             x86-64, libgcc's _Unwind_Backtrace elsewhere), frame_rules.h
-//             (its per-address rule cache), stack_table.h + hash_index.h
-//             (interned stacks, sites with cumulative counts)
+//   stacks/   record: stack_capture.h (the walk and its per-address rule
+//             cache: own .eh_frame walker on x86-64), frame_rules.h (a
+//             frame's rule from its FDE), library_walkers.h (libunwind's
+//             unw_backtrace where the build chose it or has no built-in
+//             walker, libgcc's _Unwind_Backtrace otherwise and as the
+//             fallback), stack_table.h + hash_index.h (interned stacks,
+//             sites with cumulative counts)
 //   samples/  keep: sample_list.h (per-allocator live samples),
 //             profile_pool.h (the secondary allocator), live_samples.h
 //             (copy under locks), peak_profile.h, dump_triggers.h,
@@ -24,11 +27,12 @@
 //   guard/    guarded_slots.h, guard_report.h, guard_signal.h
 //   pprof/    encode and write: protobuf_writer.h, pprof_encoder.h,
 //             lifetime_encoder.h, profile_delta.h, dump_file.h (gzip,
-//             temp file + rename),
+//             or plain without zlib; temp file + rename),
 //             zlib_loader.h
 //   (root)    profiler.h (the hooks CoreAlloc calls), snapshot.h
-//             (unbias, aggregate), lifetime_profile.h (its rows), control.h (start / stop / dump: the C++
-//             API), leak_report.h, this umbrella
+//             (unbias, aggregate), lifetime_profile.h (its rows),
+//             control.h (start / stop / dump: the C++ API),
+//             leak_report.h, this umbrella
 //   http/     the HTTP endpoint (not included here: override/http_endpoint.h
 //             starts it): http_server.h (start, stop, fork) over
 //             http_poll_loop.h (the thread), http_connection.h (reading

@@ -109,9 +109,7 @@ namespace snmalloc::profile
     if (in_profiler)
       return 0;
     ProfilerGuard guard; // the unwinder may allocate
-    frame_rule_cache.check_unloads();
-    size_t n = walk_stack(out, max);
-    return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
+    return walk_current_stack(out, max);
   }
 
   // free() of an address in a guarded slot: a live guarded object is

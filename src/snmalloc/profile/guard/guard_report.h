@@ -14,8 +14,9 @@
 // object does not use) is put down to the nearer of the object before it
 // and the object after it.  The report names the kind, the access (read
 // or write, from the fault's error code on x86-64), the address and its
-// offset from the object's start, the object's size, and the allocating
-// and (for freed objects) freeing stacks, symbolized without allocating
+// offset from the object's start, the object's size, the stack of the
+// faulting access or bad free, and the allocating and (for freed objects)
+// freeing stacks, symbolized without allocating
 // (signal_symbolize.h).  Everything here runs in a signal handler or just
 // before abort(): no malloc, no locks, write(2) only.
 
@@ -212,7 +213,8 @@ namespace snmalloc::profile
   }
 
   // One report on stderr.  `access`: "read", "write" or "" (unknown);
-  // `this_stack`: the stack of a bad free (nullptr for a fault).
+  // `this_stack`: the stack of the faulting access or the bad free, shown
+  // first (nullptr: none).
   inline void write_guard_report(
     const GuardDiagnosis& d,
     const char* access,
@@ -246,7 +248,10 @@ namespace snmalloc::profile
     w.text(freed ? " (freed)\n" : "\n");
     if (this_stack != nullptr)
     {
-      w.text(d.kind == GuardFault::DoubleFree ? "  freed again here:\n" : "  the free:\n");
+      w.text(
+        d.kind == GuardFault::DoubleFree ? "  freed again here:\n" :
+          d.kind == GuardFault::InvalidFree ? "  the free:\n" :
+                                              "  the faulting access:\n");
       write_stack(w, names, this_stack, this_depth);
     }
     w.text("  allocated by thread ").number(s->record.thread_id).text(":\n");

@@ -5,7 +5,7 @@
 // signal stack if it has one) when guarding is first enabled; the handler
 // found installed then is kept and chained to.  On a fault:
 //   - at an address of a guarded slot: one report on stderr
-//     (guard_report.h), then the default action is restored and the
+//     (guard_report.h), the faulting access's stack first, then the default action is restored and the
 //     handler returns, so the faulting instruction runs again and the
 //     process dies of that SIGSEGV as it would have without us, core dump
 //     and all;
@@ -15,6 +15,7 @@
 // A program that installs its own SIGSEGV handler after guarding started
 // replaces this one: its guarded faults then reach only its handler.
 
+#include "../stacks/stack_capture.h"
 #include "guard_report.h"
 
 #include <csignal>
@@ -33,6 +34,32 @@ namespace snmalloc::profile
       return write < 0 ? "" : write != 0 ? "write" : "read";
     }
 
+    static constexpr size_t MAX_FAULT_DEPTH = 64;
+
+    // The stack of the faulting access, from its instruction outwards: the
+    // walk from here (through this handler and the signal frame, which the
+    // library walkers follow) cut where it reaches the interrupted
+    // instruction.  That one is kept as if it were a return address after
+    // it, so that the report's lookup of the byte before a return address
+    // names its own function.  Where the instruction is unknown or not
+    // found, the whole walk (the report drops the allocator's frames at
+    // its top).
+    static size_t faulting_stack(const void* context, uintptr_t (&frames)[MAX_FAULT_DEPTH])
+    {
+      size_t n = walk_current_stack(frames, MAX_FAULT_DEPTH);
+      uintptr_t at = Pal::interrupted_instruction(context);
+      for (size_t i = 0; at != 0 && i < n; i++)
+      {
+        if (frames[i] != at)
+          continue;
+        frames[0] = at + 1;
+        for (size_t j = 1; i + j < n; j++)
+          frames[j] = frames[i + j];
+        return n - i;
+      }
+      return n;
+    }
+
     static void restore(const struct sigaction& action)
     {
       ::sigaction(SIGSEGV, &action, nullptr);
@@ -44,7 +71,9 @@ namespace snmalloc::profile
       GuardDiagnosis d;
       if (diagnose_fault(reinterpret_cast<uintptr_t>(info->si_addr), d))
       {
-        write_guard_report(d, access_of(context));
+        uintptr_t frames[MAX_FAULT_DEPTH];
+        size_t depth = faulting_stack(context, frames);
+        write_guard_report(d, access_of(context), frames, depth);
         struct sigaction dfl;
         std::memset(&dfl, 0, sizeof(dfl));
         dfl.sa_handler = SIG_DFL;

@@ -1,12 +1,12 @@
 #pragma once
 // Layer profile/pprof: the write stage. Compresses an encoded profile with gzip
 // (pprof reads gzipped and plain protobuf alike; gzip is what every pprof
-// producer writes) and writes it to a file descriptor, or to a path through
+// producer writes; where libz.so.1 cannot be loaded the profile goes out
+// uncompressed, about 10 times larger) and writes it to a file descriptor, or to a path through
 // a temporary file renamed into place, so that a reader sees either the
 // previous profile or the whole new one, never part of one.
 //
-// Errors come back as errno values (ELIBACC: zlib could not be loaded);
-// nothing here throws, aborts or leaves a file behind when it fails.
+// Errors come back as errno values; nothing here throws, aborts or leaves a file behind when it fails.
 
 #include "zlib_loader.h"
 
@@ -54,8 +54,8 @@ namespace snmalloc::profile
   } // namespace detail
 
   // Gzips `data`, handing the output to `sink(bytes, size)` (which returns
-  // 0 or an errno value) a fixed buffer at a time.  Returns 0 or an errno
-  // value.
+  // 0 or an errno value) a fixed buffer at a time; without zlib, hands it
+  // `data` as it is.  Returns 0 or an errno value.
   template<typename Sink>
   int gzip_to(const uint8_t* data, size_t length, Sink&& sink)
   {
@@ -68,7 +68,7 @@ namespace snmalloc::profile
 
     const Zlib* z = zlib();
     if (z == nullptr)
-      return ELIBACC;
+      return sink(data, length);
     z_stream stream{};
     int status = z->deflate_init2(
       &stream,

@@ -7,16 +7,17 @@
 // are kept, names are resolved at dump time.  The rule of each address is
 // cached, so a sample's walk is a few loads per frame; a stack with a frame
 // the rules do not cover (a signal frame, a realigned stack) is walked by
-// the toolchain's unwinder instead (`_Unwind_Backtrace`).  The walk may take
-// the loader's lock, so it runs with no allocator lock held and with the
-// re-entrancy guard set.  Tests replace the source to get stacks that do not
-// depend on the unwinder.
+// a library instead (library_walkers.h).  That built-in walker is x86-64's;
+// elsewhere, or when the build chose one (config::unwinder), a library
+// walks every stack.  The walk may take the loader's lock, so it runs with
+// no allocator lock held and with the re-entrancy guard set.  Tests replace
+// the source to get stacks that do not depend on the unwinder.
 
 #include "frame_rules.h"
+#include "library_walkers.h"
 
 #include <dlfcn.h>
 #include <link.h>
-#include <unwind.h>
 
 namespace snmalloc::profile
 {
@@ -393,42 +394,21 @@ namespace snmalloc::profile
 #endif
   }
 
-  namespace stack_capture_detail
+  // Return addresses from one in this function outwards, by the walker
+  // this build chose (config::unwinder): for stacks other than samples'
+  // (a free of a guarded object, a fault), whose top frames the reader cuts.
+  SNMALLOC_SLOW_PATH inline size_t walk_current_stack(uintptr_t* out, size_t max)
   {
-    struct Trace
+    if constexpr (config::unwinder != config::Unwinder::Builtin)
     {
-      uintptr_t* out;
-      size_t max;
-      size_t n;
-      size_t skip;
-    };
-
-    inline _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* arg)
-    {
-      auto* trace = static_cast<Trace*>(arg);
-      if (trace->skip > 0)
-      {
-        trace->skip--;
-        return _URC_NO_REASON;
-      }
-      uintptr_t ip = _Unwind_GetIP(context);
-      // After the outermost frame libgcc reports a caller at 0.
-      if (trace->n == trace->max || ip == 0)
-        return _URC_END_OF_STACK;
-      trace->out[trace->n++] = ip;
-      return _URC_NO_REASON;
+      return walk_stack_fully(out, max);
     }
-  } // namespace stack_capture_detail
-
-  // The same with the toolchain's unwinder: slower (each frame's table is
-  // read afresh), but it knows every kind of frame.
-  SNMALLOC_SLOW_PATH inline size_t walk_stack_fully(uintptr_t* out, size_t max)
-  {
-    // The first address is in this function: skip it, so that the first
-    // kept is in our caller, as with walk_stack.
-    stack_capture_detail::Trace trace{out, max, 0, 1};
-    _Unwind_Backtrace(stack_capture_detail::add_frame, &trace);
-    return trace.n;
+    else
+    {
+      frame_rule_cache.check_unloads();
+      size_t n = walk_stack(out, max);
+      return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
+    }
   }
 
   SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
@@ -439,21 +419,29 @@ namespace snmalloc::profile
     constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
     uintptr_t raw[MAX_DEPTH + CUT];
     size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
-    frame_rule_cache.check_unloads();
     WalkStart start = sample_walk_start;
     sample_walk_start = {};
-    // Started at the hook, the walk's first address is alloc_slow's return.
-    size_t first = 0;
-    size_t n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;
-    if (n == 0)
+    size_t first = ALLOCATOR_FRAMES;
+    size_t n;
+    if constexpr (config::unwinder == config::Unwinder::Builtin)
     {
-      n = walk_stack(raw, want);
-      first = ALLOCATOR_FRAMES;
+      frame_rule_cache.check_unloads();
+      // Started at the hook, the walk's first address is alloc_slow's
+      // return.
+      n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;
+      if (n != 0)
+        first = 0;
+      else
+        n = walk_stack(raw, want);
+      if (n == SIZE_MAX)
+      {
+        n = walk_stack_fully(raw, want);
+        first = ALLOCATOR_FRAMES;
+      }
     }
-    if (n == SIZE_MAX)
+    else
     {
       n = walk_stack_fully(raw, want);
-      first = ALLOCATOR_FRAMES;
     }
     for (size_t i = 0; i < n && i < CUT; i++)
     {

@@ -23,18 +23,23 @@ namespace
     (void)!::write(1, text, sizeof(text) - 1);
     std::exit(0);
   }
-
-  // The compiler must not see through these accesses.
-  void write_byte(char* p)
-  {
-    *static_cast<volatile char*>(p) = 1;
-  }
-
-  char read_byte(const char* p)
-  {
-    return *static_cast<const volatile char*>(p);
-  }
 } // namespace
+
+// The faulting accesses, in functions of their own that the report's
+// faulting stack must start in; volatile, so the compiler does not see
+// through them.
+__attribute__((noinline)) void guard_bug_write_byte(char* p)
+{
+  *static_cast<volatile char*>(p) = 1;
+  asm volatile("" : : : "memory");
+}
+
+__attribute__((noinline)) char guard_bug_read_byte(const char* p)
+{
+  char c = *static_cast<const volatile char*>(p);
+  asm volatile("" : : : "memory");
+  return c;
+}
 
 __attribute__((noinline)) char* guard_bug_allocate(size_t size)
 {
@@ -108,10 +113,10 @@ namespace
       return 2;
     void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sigsetjmp(back_from_handler, 1) == 0)
-      write_byte(static_cast<char*>(page));
+      guard_bug_write_byte(static_cast<char*>(page));
     char* p = guard_bug_allocate(SIZE);
     guard_bug_release(p);
-    read_byte(p + 8);
+    guard_bug_read_byte(p + 8);
     survived();
     return 0;
   }
@@ -128,20 +133,20 @@ int main(int argc, char** argv)
     return chain_program();
   char* p = guard_bug_allocate(SIZE);
   if (std::strcmp(kind, "overflow-byte") == 0)
-    write_byte(p + SIZE);
+    guard_bug_write_byte(p + SIZE);
   else if (std::strcmp(kind, "overflow-page") == 0)
-    read_byte(p + SIZE + 4096);
+    guard_bug_read_byte(p + SIZE + 4096);
   else if (std::strcmp(kind, "underflow") == 0)
-    write_byte(p - 1);
+    guard_bug_write_byte(p - 1);
   else if (std::strcmp(kind, "uaf-read") == 0)
   {
     guard_bug_release(p);
-    read_byte(p + 8);
+    guard_bug_read_byte(p + 8);
   }
   else if (std::strcmp(kind, "uaf-write") == 0)
   {
     guard_bug_release(p);
-    write_byte(p + 16);
+    guard_bug_write_byte(p + 16);
   }
   else if (std::strcmp(kind, "double-free") == 0)
   {

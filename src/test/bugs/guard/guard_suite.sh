@@ -6,7 +6,9 @@
 #   caught:   died by the expected signal (SIGSEGV for accesses, SIGABRT
 #             for frees) after one report naming the bug's kind, access,
 #             offset, the object's size, and the program's own allocating
-#             (and freeing) function at the top of each stack;
+#             (and freeing) function at the top of each stack; for an
+#             access, its stack first, starting in the accessing function
+#             and then main;
 #   missed:   printed "survived" and exited 0, no report: possible only
 #             where the object's random side leaves the bad byte on a
 #             committed page (one byte past or before it: half the runs).
@@ -30,12 +32,19 @@ fail() {
   failures=$((failures + 1))
 }
 
-# The first frame of a report's stack section (the line after $1), as a
-# function name.
+# Frame $2 (default 0) of a report's stack section (the lines after $1),
+# as a function name.
 top_frame() {
-  awk -v header="$1" '
-    found { sub(/^ *#0 0x[0-9a-f]+ in /, ""); sub(/\+0x.*/, ""); print; exit }
+  awk -v header="$1" -v want="${2:-0}" '
+    found && index($0, "    #" want " ") == 1 {
+      sub(/^ *#[0-9]+ 0x[0-9a-f]+ in /, ""); sub(/\+0x.*/, ""); print; exit }
+    found && index($0, "  ") == 1 && index($0, "    ") != 1 { exit }
     index($0, header) == 1 { found = 1 }' "$work/err"
+}
+
+# The first section after the report's first line.
+first_section() {
+  sed -n 2p "$work/err"
 }
 
 # run KIND: sets status (128 + signal if killed) from one run.
@@ -44,9 +53,11 @@ run() {
   status=$?
 }
 
-# check KIND SIGNAL REPORT_PATTERN FREE_FUNCTION RUNS MIN_CAUGHT
+# check KIND SIGNAL REPORT_PATTERN FREE_FUNCTION RUNS MIN_CAUGHT [ACCESSOR]
+# ACCESSOR: the function of a faulting access, which must be the first
+# frame of the report's first stack, called from main.
 check() {
-  kind=$1 signal=$2 pattern=$3 freer=$4 runs=$5 min_caught=$6
+  kind=$1 signal=$2 pattern=$3 freer=$4 runs=$5 min_caught=$6 accessor=${7:-}
   caught=0
   i=0
   while [ $i -lt "$runs" ]; do
@@ -63,6 +74,18 @@ check() {
       ! grep -Eq "^snmalloc: guarded sampling caught $pattern" "$work/err"; then
       fail "$kind run $i: no single report matching '$pattern'"
       continue
+    fi
+    if [ -n "$accessor" ]; then
+      if [ "$(first_section)" != "  the faulting access:" ]; then
+        fail "$kind run $i: the report's first stack is '$(first_section)', not the faulting access"
+        continue
+      fi
+      top=$(top_frame "  the faulting access:")
+      caller=$(top_frame "  the faulting access:" 1)
+      if [ "$top" != "$accessor" ] || [ "$caller" != main ]; then
+        fail "$kind run $i: faulting access's stack starts '$top', '$caller', not $accessor, main"
+        continue
+      fi
     fi
     top=$(top_frame "  allocated by thread")
     if [ "$top" != guard_bug_allocate ]; then
@@ -90,11 +113,11 @@ check() {
 
 hex='0x[0-9a-f]+'
 obj="in a 64-byte object at $hex"
-check overflow-byte 11 "a heap buffer overflow \(write\) at $hex: offset 64 $obj, 0 bytes past its end$" "" 30 3
-check overflow-page 11 "a heap buffer overflow \(read\) at $hex: offset 4160 $obj, 4096 bytes past its end$" "" 10 10
-check underflow 11 "a heap buffer underflow \(write\) at $hex: offset -1 $obj, 1 bytes before its start$" "" 30 3
-check uaf-read 11 "a use after free \(read\) at $hex: offset 8 $obj \(freed\)$" guard_bug_release 10 10
-check uaf-write 11 "a use after free \(write\) at $hex: offset 16 $obj \(freed\)$" guard_bug_release 10 10
+check overflow-byte 11 "a heap buffer overflow \(write\) at $hex: offset 64 $obj, 0 bytes past its end$" "" 30 3 guard_bug_write_byte
+check overflow-page 11 "a heap buffer overflow \(read\) at $hex: offset 4160 $obj, 4096 bytes past its end$" "" 10 10 guard_bug_read_byte
+check underflow 11 "a heap buffer underflow \(write\) at $hex: offset -1 $obj, 1 bytes before its start$" "" 30 3 guard_bug_write_byte
+check uaf-read 11 "a use after free \(read\) at $hex: offset 8 $obj \(freed\)$" guard_bug_release 10 10 guard_bug_read_byte
+check uaf-write 11 "a use after free \(write\) at $hex: offset 16 $obj \(freed\)$" guard_bug_release 10 10 guard_bug_write_byte
 check double-free 6 "a double free at $hex: offset 0 $obj \(freed\)$" guard_bug_release 10 10
 # The second free's own stack, above the first one's.
 if [ "$(top_frame "  freed again here:")" != guard_bug_release_again ]; then
