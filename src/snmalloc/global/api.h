@@ -174,7 +174,12 @@ namespace snmalloc
           // were popped: start loading the class's next one now.
           __builtin_prefetch(next, 1);
         }
-        if constexpr (zero)
+        // The checks build's objects are zero past their link and mark
+        // (SlabMeta::POISON), and the mark is cleared: calloc clears the
+        // link alone.
+        if constexpr (zero && config::checks)
+          p->next.store(0, std::memory_order_relaxed);
+        else if constexpr (zero)
           Pal::fill(static_cast<void*>(p), 0, size);
         return p;
       }

@@ -93,7 +93,7 @@ namespace
 
   // Frees an object of every small class, each written all over first,
   // through `free_it`, and counts the bytes past the link and the mark
-  // that are not the poison.  One object of the same slab stays allocated
+  // that are not the poison (zero).  One object of the same slab stays allocated
   // meanwhile, so the slab (and the freed object's memory) is not given
   // back.
   template<typename Free>
@@ -140,6 +140,47 @@ TEST_CASE("a freed object holds none of its data, freed by its owner or another 
   // The freeing thread poisons, then batches the object for its owner;
   // its exit posts the batch.
   check_freed_objects_are_poisoned([](void* p) { std::thread([p] { std::free(p); }).join(); });
+}
+
+// calloc clears only an object's link and mark in the checks build: the
+// rest must be zero already, for objects freed after use and for objects
+// of slabs cut from memory a freed large object left dirty.
+TEST_CASE("calloc's objects are zero after objects of the size were filled and freed", "[checks]")
+{
+  std::vector<char*> blocks;
+  for (int i = 0; i < 8; i++)
+  {
+    blocks.push_back(static_cast<char*>(std::malloc(1024 * 1024)));
+    std::memset(blocks.back(), 0x5a, 1024 * 1024);
+  }
+  for (char* b : blocks)
+    std::free(b);
+  for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+  {
+    size_t size = snmalloc::sizeclass_to_size(sc);
+    blocks.clear();
+    for (int i = 0; i < 64; i++)
+    {
+      blocks.push_back(static_cast<char*>(std::malloc(size)));
+      std::memset(blocks.back(), 0x5a, size);
+    }
+    for (char* b : blocks)
+      std::free(b);
+    blocks.clear();
+    size_t nonzero = 0;
+    for (int i = 0; i < 128; i++)
+    {
+      char* p = static_cast<char*>(std::calloc(1, size));
+      REQUIRE(p != nullptr);
+      for (size_t j = 0; j < size; j++)
+        nonzero += p[j] != 0;
+      blocks.push_back(p);
+    }
+    INFO("class " << sc << ", " << size << " bytes");
+    CHECK(nonzero == 0);
+    for (char* b : blocks)
+      std::free(b);
+  }
 }
 
 TEST_CASE("a sized delete with a smaller class's size", "[checks]")
