@@ -53,11 +53,6 @@ namespace snmalloc
       Backend::Chunks c = backend.alloc_chunks(slab_size, slab_size);
       if (c.base == nullptr)
         return nullptr;
-      // The checks build's objects are zero but for their link and mark
-      // whenever the allocator holds them (SlabMeta::POISON): memory that
-      // may hold old data is cleared before it is cut into objects.
-      if (config::checks && !c.zeroed)
-        Pal::fill(c.base, 0, slab_size);
       void* m = backend.alloc_meta(sizeof(SlabMeta));
       if (m == nullptr)
       {
@@ -66,6 +61,7 @@ namespace snmalloc
       }
       SlabMeta* meta = new (m) SlabMeta();
       meta->init(c.base, sc);
+      meta->zeroed = c.zeroed;
       counts_.slab_created(sc);
       set_chunk_entries(
         c.base, slab_size, owner_value_, reinterpret_cast<uintptr_t>(meta));

@@ -82,6 +82,10 @@ namespace snmalloc
     uint32_t needed = 0;
     uint32_t untouched = 0;
     bool sleeping = false;
+    // The checks build: the slab was cut from zeroed memory, so its free
+    // objects are zero past their link and mark (POISON), which calloc
+    // then leaves as they are.  Read by the owner's calloc, so on this line.
+    bool zeroed = false;
     // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
     uint32_t counted_out = 0;
     // Copies of `base` and `sizeclass` below, for the checks build's free
