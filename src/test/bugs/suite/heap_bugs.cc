@@ -363,35 +363,32 @@ namespace
     churn(size);
   }
 
-  // Reads the freed block: does it still show what was written to it?
-  // (Bytes 8 on: a first word is where most allocators keep a link.)
-  void read_after_free(size_t size)
-  {
-    char* p = block(size);
-    std::memset(p, 0x5a, size);
-    std::free(p);
-    volatile char* v = p;
-    size_t old = 0;
-    for (size_t i = 8; i < size; i++)
-      old += v[i] == 0x5a;
-    if (old == 0)
-      prevented("the freed block shows none of its data");
-    churn(size);
-  }
-
-  // Does the block hold a word of eight equal nonzero bytes, as each filled
-  // block below does?
-  bool holds_fill(const char* p, size_t size)
+  // Does the block hold an aligned word of eight bytes of one value: of
+  // `fill`, or when that is 0 of any nonzero value?  (What a program filled
+  // it with; a link or a mark an allocator keeps in a freed block is not
+  // such a word but by a chance of 2^-56.)
+  bool holds_fill(const volatile char* p, size_t size, char fill = 0)
   {
     for (size_t i = 0; i + 8 <= size; i += 8)
     {
-      bool same = p[i] != 0;
+      bool same = fill == 0 ? p[i] != 0 : p[i] == fill;
       for (size_t j = 1; j < 8 && same; j++)
         same = p[i + j] == p[i];
       if (same)
         return true;
     }
     return false;
+  }
+
+  // Reads the freed block: does it still show what was written to it?
+  void read_after_free(size_t size)
+  {
+    char* p = block(size);
+    std::memset(p, 0x5a, size);
+    std::free(p);
+    if (!holds_fill(p, size, 0x5a))
+      prevented("the freed block shows none of its data");
+    churn(size);
   }
 
   // 4,096 blocks each filled with one byte value from 1 to 255, all freed;
