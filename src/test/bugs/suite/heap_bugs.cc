@@ -209,14 +209,23 @@ namespace
     memcpy_overflow_by(size, size_t(1) << 20);
   }
 
-  void memcpy_underflow_by(size_t size, size_t by)
+  // `length` bytes copied to `by` bytes before the block: an underflow
+  // when `length` is `by`; when it is the block's size, a copy whose
+  // destination starts before the block and ends inside it, as a length
+  // computed from the wrong start makes.
+  void memcpy_before(size_t size, size_t by, size_t length)
   {
     char* p = block(size);
-    char* source = static_cast<char*>(std::calloc(1, by));
-    std::memcpy(p - by, source, by);
+    char* source = static_cast<char*>(std::calloc(1, length));
+    std::memcpy(p - by, source, length);
     std::free(source);
     std::free(p);
     churn(size);
+  }
+
+  void memcpy_underflow_by(size_t size, size_t by)
+  {
+    memcpy_before(size, by, by);
   }
 
   void memcpy_underflow_1(size_t size)
@@ -305,28 +314,14 @@ namespace
     std::exit(3);
   }
 
-  // A copy whose destination starts `by` bytes before the block and ends
-  // inside it, as a length computed from the wrong start does: the first
-  // bytes land in whatever lies before the block.
-  void memcpy_start_before_by(size_t size, size_t by)
-  {
-    char* p = block(size);
-    char* source = block(size);
-    std::memset(source, 0x41, size);
-    std::memcpy(p - by, source, size);
-    std::free(source);
-    std::free(p);
-    churn(size);
-  }
-
   void memcpy_start_before_1(size_t size)
   {
-    memcpy_start_before_by(size, 1);
+    memcpy_before(size, 1, size);
   }
 
   void memcpy_start_before_32(size_t size)
   {
-    memcpy_start_before_by(size, 32);
+    memcpy_before(size, 32, size);
   }
 
   // One byte changed 1 MiB past the end of the block: memory the allocator
