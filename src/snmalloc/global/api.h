@@ -154,6 +154,20 @@ namespace snmalloc
 
   // ---- fast paths -------------------------------------------------------
 
+  // calloc's clearing of p, just popped, in the checks build: an object of
+  // a slab cut from zeroed memory is zero past its link and mark
+  // (SlabMeta::POISON) and its mark is cleared, so only the link is left;
+  // other slabs' objects may hold what their memory held before.  (Clearing
+  // those slabs when they were cut instead cost producer-consumer 16% more
+  // instructions, 147 MB of clearing for 2 million objects, callgrind.)
+  SNMALLOC_FAST_PATH void clear_checked(FreeObject* p, size_t size)
+  {
+    if (SNMALLOC_LIKELY(reinterpret_cast<const SlabMeta*>(pagemap.entry_of(p).get_meta())->zeroed))
+      p->next.store(0, std::memory_order_relaxed);
+    else
+      Pal::fill(static_cast<void*>(p), 0, size);
+  }
+
   template<bool zero = false>
   SNMALLOC_FAST_PATH void* alloc_impl(size_t size, size_t align)
   {
@@ -174,7 +188,9 @@ namespace snmalloc
           // were popped: start loading the class's next one now.
           __builtin_prefetch(next, 1);
         }
-        if constexpr (zero)
+        if constexpr (zero && config::checks)
+          clear_checked(p, size);
+        else if constexpr (zero)
           Pal::fill(static_cast<void*>(p), 0, size);
         return p;
       }

@@ -61,6 +61,7 @@ namespace snmalloc
       }
       SlabMeta* meta = new (m) SlabMeta();
       meta->init(c.base, sc);
+      meta->zeroed = c.zeroed;
       counts_.slab_created(sc);
       set_chunk_entries(
         c.base, slab_size, owner_value_, reinterpret_cast<uintptr_t>(meta));

@@ -82,6 +82,10 @@ namespace snmalloc
     uint32_t needed = 0;
     uint32_t untouched = 0;
     bool sleeping = false;
+    // The checks build: the slab was cut from zeroed memory, so its free
+    // objects are zero past their link and mark (POISON), which calloc
+    // then leaves as they are.  Read by the owner's calloc, so on this line.
+    bool zeroed = false;
     // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
     uint32_t counted_out = 0;
     // Copies of `base` and `sizeclass` below, for the checks build's free
@@ -228,7 +232,12 @@ namespace snmalloc
         report_bad_free(BadFree::DoubleFree, p);
     }
 
-    static constexpr int POISON = 0xdf;
+    // Freed objects are zeroed, not filled with a pattern: a read after
+    // free sees no stale data either way, and an object handed out again
+    // is then zero but for its link and mark, which is all calloc clears
+    // (global/api.h).  Nothing reads the fill back: a write after free is
+    // found where it overwrites a link or a mark.
+    static constexpr int POISON = 0;
     static constexpr size_t POISON_FROM = 2 * sizeof(uintptr_t); // link, mark
     // Objects up to this size are poisoned inline, with at most three
     // 16-byte stores; larger ones through Pal::fill_wide (32-byte stores
@@ -238,13 +247,13 @@ namespace snmalloc
     // glibc's memset on perf-larson (callgrind, up to 512 bytes).
     static constexpr size_t POISON_INLINE_MAX = 64;
 
-    // Poison the object p of `size` bytes (a sizeclass size: a multiple of
-    // 16, as is p) past its link and mark, so a read after free sees no
-    // stale data.  Ordinary stores: the program has mostly just read the
-    // object's lines, which non-temporal stores would evict (larson kept
-    // 0.29-0.73 of the default's speed with them), and those would need an
-    // sfence before any store that makes the object another thread's
-    // (docs/design.md, the checks build).
+    // Poison (zero) the object p of `size` bytes (a sizeclass size: a
+    // multiple of 16, as is p) past its link and mark.  Ordinary stores:
+    // the program has mostly just read the object's lines, which
+    // non-temporal stores would evict (larson kept 0.29-0.73 of the
+    // default's speed with them), and those would need an sfence before
+    // any store that makes the object another thread's (docs/design.md,
+    // the checks build).
     SNMALLOC_FAST_PATH static void poison(void* p, size_t size)
     {
       char* at = static_cast<char*>(p) + POISON_FROM;

@@ -249,7 +249,16 @@ namespace snmalloc::profile
         return;
       }
       record->mark_freed();
-      dealloc_block(static_cast<char*>(object) - record->lead);
+      char* block = static_cast<char*>(object) - record->lead;
+      // The checks build zeroes freed objects (SlabMeta::POISON), sampled
+      // ones to the end of their block: a read after free sees none of the
+      // object's data.
+      if constexpr (config::checks)
+      {
+        ObjectExtent b = block_of(pagemap.entry_of(block), block);
+        Pal::fill(object, 0, b.start + b.size - reinterpret_cast<uintptr_t>(object));
+      }
+      dealloc_block(block);
     }
 
     // For the statistics (CoreAlloc::recount_available_slabs).

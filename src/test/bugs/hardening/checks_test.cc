@@ -93,7 +93,7 @@ namespace
 
   // Frees an object of every small class, each written all over first,
   // through `free_it`, and counts the bytes past the link and the mark
-  // that are not the poison.  One object of the same slab stays allocated
+  // that are not the poison (zero).  One object of the same slab stays allocated
   // meanwhile, so the slab (and the freed object's memory) is not given
   // back.
   template<typename Free>
@@ -140,6 +140,47 @@ TEST_CASE("a freed object holds none of its data, freed by its owner or another 
   // The freeing thread poisons, then batches the object for its owner;
   // its exit posts the batch.
   check_freed_objects_are_poisoned([](void* p) { std::thread([p] { std::free(p); }).join(); });
+}
+
+// calloc clears only an object's link and mark in the checks build: the
+// rest must be zero already, for objects freed after use and for objects
+// of slabs cut from memory a freed large object left dirty.
+TEST_CASE("calloc's objects are zero after objects of the size were filled and freed", "[checks]")
+{
+  std::vector<char*> blocks;
+  for (int i = 0; i < 8; i++)
+  {
+    blocks.push_back(static_cast<char*>(std::malloc(1024 * 1024)));
+    std::memset(blocks.back(), 0x5a, 1024 * 1024);
+  }
+  for (char* b : blocks)
+    std::free(b);
+  for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+  {
+    size_t size = snmalloc::sizeclass_to_size(sc);
+    blocks.clear();
+    for (int i = 0; i < 64; i++)
+    {
+      blocks.push_back(static_cast<char*>(std::malloc(size)));
+      std::memset(blocks.back(), 0x5a, size);
+    }
+    for (char* b : blocks)
+      std::free(b);
+    blocks.clear();
+    size_t nonzero = 0;
+    for (int i = 0; i < 128; i++)
+    {
+      char* p = static_cast<char*>(std::calloc(1, size));
+      REQUIRE(p != nullptr);
+      for (size_t j = 0; j < size; j++)
+        nonzero += p[j] != 0;
+      blocks.push_back(p);
+    }
+    INFO("class " << sc << ", " << size << " bytes");
+    CHECK(nonzero == 0);
+    for (char* b : blocks)
+      std::free(b);
+  }
 }
 
 TEST_CASE("a sized delete with a smaller class's size", "[checks]")
@@ -222,4 +263,78 @@ TEST_CASE("the memcpy family checks heap destinations and sources", "[checks]")
   std::free(big);
   std::free(q);
   std::free(p);
+}
+
+namespace
+{
+  // The child must stop with one line, for `fn`, naming the range at `at`
+  // and the object it leaves or enters, or the freed object its first
+  // byte is in (whichever lies before the object it ends in).
+  template<typename F>
+  void check_range_stops(F&& f, const char* fn, bool write, size_t n, const void* at)
+  {
+    ChildEnd end = run_in_child(std::forward<F>(f));
+    INFO(end.stderr_text);
+    CHECK(end.signal == SIGABRT);
+    char range[200];
+    std::snprintf(range, sizeof(range), "snmalloc: fatal: %s(): %zu bytes %s at %p ", fn, n,
+      write ? "written" : "read", at);
+    char freed[100];
+    std::snprintf(freed, sizeof(freed), "snmalloc: fatal: %s(): %s freed heap object at ", fn,
+      write ? "write to" : "read of");
+    CHECK((end.stderr_text.rfind(range, 0) == 0 || end.stderr_text.rfind(freed, 0) == 0));
+    CHECK(end.stderr_text.find('\n') == end.stderr_text.size() - 1);
+  }
+} // namespace
+
+TEST_CASE("a copy that starts before an object and ends in it stops", "[checks]")
+{
+  for (size_t size : {size_t(16), size_t(4096), size_t(256 * 1024)})
+  {
+    // The first of its size, so that it may start its slab or run: then
+    // what lies before it is no object this copy could be in.
+    char* p = static_cast<char*>(std::malloc(size));
+    char* source = static_cast<char*>(std::malloc(size));
+    std::memset(source, 'x', size);
+    // Up to all but the last byte before it (a large run's previous
+    // chunks, too).
+    for (size_t by : {size_t(1), size / 2, size - 1})
+    {
+      INFO(size << " bytes, " << by << " before");
+      check_range_stops([&] { std::memcpy(hide(p - by), source, size); }, "memcpy", true, size, p - by);
+      check_range_stops([&] { std::memmove(source, hide(p - by), size); }, "memmove", false, size, p - by);
+    }
+    std::free(source);
+    std::free(p);
+  }
+}
+
+TEST_CASE("copies in a large object's later chunks pass, and stop where they enter the next object", "[checks]")
+{
+  constexpr size_t size = 256 * 1024;
+  char* a = static_cast<char*>(std::malloc(size));
+  char stack[1000] = {};
+  std::memset(a + 100000, 1, size - 100000);
+  std::memcpy(a + 200000, stack, sizeof(stack));
+  std::memcpy(stack, a + size - sizeof(stack), sizeof(stack));
+  std::memmove(a + 150000, a + 100000, 100000);
+  // Two runs side by side, as the arena's frontier hands them out (runs
+  // freed earlier may come first): a copy from the middle of the first
+  // runs into the second.
+  std::vector<char*> runs{a};
+  char* next = nullptr;
+  for (int i = 0; i < 16 && next != runs.back() + size; i++)
+  {
+    next = static_cast<char*>(std::malloc(size));
+    runs.push_back(next);
+  }
+  REQUIRE(next == runs[runs.size() - 2] + size);
+  char* first = runs[runs.size() - 2];
+  char expected[200];
+  std::snprintf(expected, sizeof(expected),
+    "snmalloc: fatal: memset(): 100000 bytes written at %p start before the 262144-byte heap object at %p\n",
+    static_cast<void*>(first + 200000), static_cast<void*>(next));
+  check_dies_with([&] { std::memset(hide(first + 200000), 0, 100000); }, expected);
+  for (char* r : runs)
+    std::free(r);
 }

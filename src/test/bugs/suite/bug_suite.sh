@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Runs every bug of heap_bugs at 8 B, 4 KiB and 256 KiB under an allocator
-# and counts those it catches (the program stops before its last line).
+# Runs every bug of heap_bugs at its sizes (8 B, 4 KiB and 256 KiB for
+# most) under an allocator and counts those it catches (the program stops
+# before its last line).
 #   bug_suite.sh <heap_bugs> [allocator.so | glibc] [--at-least N]
-# Prints one line per program and the total; with --at-least, fails when
-# fewer than N are caught.  Environment (SNMALLOC_PROFILE=rate=1, say) is
-# passed through.
+# Prints one line per program, then the counts by kind and size, then the
+# total; with --at-least, fails when fewer than N are caught.  Environment
+# (SNMALLOC_PROFILE=rate=1, say) is passed through.
 set -uo pipefail
 bugs=$1
 allocator=${2:-glibc}
 at_least=${4:-0}
 caught=0
 total=0
-for bug in $("$bugs" --list); do
-  for size in 8 4096 262144; do
+declare -A kind_caught kind_total
+kinds=()
+while read -r bug kind sizes; do
+  [ -n "${kind_total[$kind]+set}" ] || kinds+=("$kind")
+  for size in $sizes; do
     total=$((total + 1))
     if [ "$allocator" = glibc ]; then
       out=$(timeout 20 "$bugs" "$bug" "$size" 2>&1)
@@ -20,14 +24,29 @@ for bug in $("$bugs" --list); do
       out=$(LD_PRELOAD="$allocator" timeout 20 "$bugs" "$bug" "$size" 2>&1)
     fi
     status=$?
+    class=$([ "$size" -ge 262144 ] && echo large || { [ "$size" -ge 4096 ] && echo medium || echo small; })
+    kind_total[$kind]=$((${kind_total[$kind]:-0} + 1))
+    kind_total[$kind.$class]=$((${kind_total[$kind.$class]:-0} + 1))
     if printf '%s\n' "$out" | grep -q '^reached the end$'; then
       verdict=missed
     else
       verdict="caught (status $status): $(printf '%s\n' "$out" | grep -v '^$' | head -1)"
       caught=$((caught + 1))
+      kind_caught[$kind]=$((${kind_caught[$kind]:-0} + 1))
+      kind_caught[$kind.$class]=$((${kind_caught[$kind.$class]:-0} + 1))
     fi
     printf '%-30s %7s  %s\n' "$bug" "$size" "$verdict"
   done
+done < <("$bugs" --list)
+echo
+printf '%-24s %9s %9s %9s %9s\n' kind small medium large all
+for kind in "${kinds[@]}"; do
+  row=()
+  for class in small medium large; do
+    n=${kind_total[$kind.$class]:-0}
+    row+=("$([ "$n" -eq 0 ] && echo - || echo "${kind_caught[$kind.$class]:-0}/$n")")
+  done
+  printf '%-24s %9s %9s %9s %9s\n' "$kind" "${row[@]}" "${kind_caught[$kind]:-0}/${kind_total[$kind]}"
 done
 echo "caught $caught of $total"
 if [ "$caught" -lt "$at_least" ]; then
