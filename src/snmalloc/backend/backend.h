@@ -101,8 +101,9 @@ namespace snmalloc
 
     // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
     // power of two; at least CHUNK_SIZE is implied).  The caller sets its
-    // pagemap entries.
-    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
+    // pagemap entries.  The checks build leaves the first `guard_before`
+    // and the last `guard_after` bytes inaccessible.
+    Chunks alloc_chunks(size_t bytes, size_t align, size_t guard_before = 0, size_t guard_after = 0) noexcept
     {
       size_t chunks = bytes >> config::CHUNK_BITS;
       size_t align_order =
@@ -113,7 +114,7 @@ namespace snmalloc
       Buddy::Block b = buddy_.alloc_run(chunks, align_order);
       if (!b.ok)
         return {};
-      if (!hand_out(b.index, bytes))
+      if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
       {
         buddy_.dealloc_run(b.index, chunks, !b.dirty);
         return {};

@@ -5,12 +5,11 @@
 // later frees push it past the bounds; only then do its chunks become free,
 // so that its address is not handed out again at once and a write through
 // a stale pointer faults for that long.  Its pages stay resident: giving
-// them back made every reuse fault them in again, and the large-object
-// churn benchmark ran 36 times slower (1.2 M page faults for 5,000 ops
-// against 37 k).  So the bound is memory: 16 MiB, about 16 frees of 1 MiB
-// runs, cost large-churn 53 MiB of peak RSS over the default build's 104
-// (64 MiB cost 130).  Not thread-safe: the backend holds its lock around
-// every call.
+// them back made every reuse fault them in again (large-object churn: 1.2 M
+// page faults for 5,000 operations against 37 k, 36 times slower).  So the
+// bound is the resident memory it holds, 16 MiB of objects: 16 frees of
+// 1 MiB objects, 256 of 64 KiB.  Not thread-safe: the backend holds its
+// lock around every call.
 
 #include "../ds/ds.h"
 

@@ -86,12 +86,10 @@ namespace snmalloc
       pagemap.entry_of(base).set(make_tag(kind, (run_bytes >> config::CHUNK_BITS) | flags), meta);
     }
 
-    // The checks build: make the run's guards inaccessible, the pages
-    // after the object's `usable` bytes up to the run's end, and return
-    // the tag flags that say so.
-    inline uintptr_t guard_after(void* base, size_t usable, size_t run_bytes)
+    // The checks build: the tag flags of the guard after an object of
+    // `usable` bytes in a run of `run_bytes`.
+    inline uintptr_t guard_after(size_t usable, size_t run_bytes)
     {
-      (void)Pal::make_inaccessible(static_cast<char*>(base) + usable, run_bytes - usable);
       return uintptr_t((run_bytes - usable) / Pal::PAGE_SIZE) << GUARD_PAGES_SHIFT;
     }
 
@@ -113,18 +111,13 @@ namespace snmalloc
     {
       size_t run = guarded_run_bytes(usable);
       size_t lead = align <= GUARD_BYTES ? GUARD_BYTES : 0;
-      Backend::Chunks c = backend.alloc_chunks(lead + run, align);
+      Backend::Chunks c = backend.alloc_chunks(lead + run, align, lead, run - usable);
       if (c.base == nullptr)
         return nullptr;
       void* base = static_cast<char*>(c.base) + lead;
       if (zero && !c.zeroed)
         std::memset(base, 0, usable);
-      uintptr_t flags = guard_after(base, usable, run);
-      if (lead != 0)
-      {
-        (void)Pal::make_inaccessible(c.base, lead);
-        flags |= GUARD_BEFORE;
-      }
+      uintptr_t flags = guard_after(usable, run) | (lead != 0 ? GUARD_BEFORE : 0);
       set_tag(base, kind, run, flags, meta);
       heap_totals.add_large(1, int64_t(usable));
       return base;
@@ -207,7 +200,8 @@ namespace snmalloc
           backend.dealloc_chunks(static_cast<char*>(base) + old_run, run - old_run);
         return false;
       }
-      uintptr_t flags = guard_after(base, usable, run) | (tag_payload(tag) & GUARD_BEFORE);
+      (void)Pal::protect(static_cast<char*>(base) + usable, run - usable);
+      uintptr_t flags = guard_after(usable, run) | (tag_payload(tag) & GUARD_BEFORE);
       set_tag(base, tag_kind(tag), run, flags, e.get_meta());
       heap_totals.add_large(0, int64_t(usable) - int64_t(old_usable));
       if (run < old_run)
