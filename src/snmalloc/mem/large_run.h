@@ -28,7 +28,8 @@
 // dropped when the object asks for more alignment than GUARD_BYTES.  A
 // freed run is made inaccessible and quarantined before its chunks are
 // reused (backend/quarantine.h); realloc never moves pages.  The guards
-// cost address space only, never resident memory.
+// cost no system call (the backend opens only the object), but pages that
+// a reused run's guards cover stay resident while it lives.
 
 #include "heap_counts.h"
 
