@@ -3,7 +3,8 @@
 // chunk the allocator hands out comes from, and the pagemap covering it.
 //
 // The arena is reserved inaccessible and committed (mprotect) in steps as the
-// buddy allocator's frontier advances.  Its size is the largest that the
+// buddy allocator's frontier advances (in the checks build, range by range
+// as the backend hands chunks out: backend/backend.h).  Its size is the largest that the
 // system grants, from 16 TiB down: a normal Linux process gets 16 TiB of
 // address space (a 16 GiB lazily committed pagemap); under valgrind, which
 // refuses reservations of 64 GiB or more, the arena shrinks to 32 GiB.
@@ -62,10 +63,12 @@ namespace snmalloc
       return false;
     }
 
-    // Make [base, base+size) of the arena accessible if it is not yet.
+    // Make the arena accessible up to `end` if it is not yet.  The checks
+    // build leaves it inaccessible: the backend makes each range accessible
+    // as it hands it out, so that never-used memory faults.
     bool ensure_committed(uintptr_t end) noexcept
     {
-      if (end <= committed_end_)
+      if (config::checks || end <= committed_end_)
         return true;
       uintptr_t new_end = bits::align_up(end, COMMIT_STEP);
       uintptr_t arena_end = pagemap.base + pagemap.size;

@@ -6,6 +6,7 @@
 // slab creation and release and for large allocations, all slow paths.
 
 #include "buddy.h"
+#include "quarantine.h"
 
 namespace snmalloc
 {
@@ -30,6 +31,7 @@ namespace snmalloc
     // Chunks handed out (runs and metadata blocks), for the statistics.
     size_t in_use_bytes_ = 0;
     size_t meta_bytes_ = 0;
+    RunQuarantine quarantine_;
 
     void less_free_resident(size_t bytes) noexcept
     {
@@ -76,6 +78,15 @@ namespace snmalloc
       return true;
     }
 
+    // The checks build keeps every free chunk inaccessible, never-used,
+    // freed or decommitted (backend/buddy.h), so that a far overflow into
+    // free memory faults; chunks are made accessible as they are handed
+    // out.  Freed chunks keep their pages, as in the default build.
+    static bool hand_out(size_t index, size_t bytes) noexcept
+    {
+      return !config::checks || Pal::commit(pagemap.chunk_address(index), bytes);
+    }
+
     static size_t meta_bucket(size_t size)
     {
       return (size + 63) / 64 - 1;
@@ -90,8 +101,9 @@ namespace snmalloc
 
     // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
     // power of two; at least CHUNK_SIZE is implied).  The caller sets its
-    // pagemap entries.
-    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
+    // pagemap entries.  The checks build leaves the first `guard_before`
+    // and the last `guard_after` bytes inaccessible.
+    Chunks alloc_chunks(size_t bytes, size_t align, size_t guard_before = 0, size_t guard_after = 0) noexcept
     {
       size_t chunks = bytes >> config::CHUNK_BITS;
       size_t align_order =
@@ -102,6 +114,11 @@ namespace snmalloc
       Buddy::Block b = buddy_.alloc_run(chunks, align_order);
       if (!b.ok)
         return {};
+      if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
+      {
+        buddy_.dealloc_run(b.index, chunks, !b.dirty);
+        return {};
+      }
       if (b.dirty)
         less_free_resident(bytes);
       in_use_bytes_ += bytes;
@@ -114,11 +131,30 @@ namespace snmalloc
     // `clean`: its pages were just replaced and read as zero.
     void dealloc_chunks(void* base, size_t bytes, bool clean = false) noexcept
     {
+      if constexpr (config::checks)
+        (void)Pal::protect(base, bytes);
       LockGuard g(lock_);
       buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
       if (!clean)
         free_resident_ += bytes;
       in_use_bytes_ -= bytes;
+      return_memory_locked();
+    }
+
+    // The checks build: give back the run [base, base+bytes) once it has
+    // been in quarantine (backend/quarantine.h); `resident` of its bytes
+    // may hold pages (the rest are guards).  Its pagemap entries must
+    // already be cleared.
+    void quarantine_chunks(void* base, size_t bytes, size_t resident) noexcept
+    {
+      (void)Pal::protect(base, bytes);
+      LockGuard g(lock_);
+      in_use_bytes_ -= bytes;
+      free_resident_ += resident;
+      quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
+      RunQuarantine::Run oldest;
+      while (quarantine_.take_overflow(oldest))
+        buddy_.dealloc_run(oldest.index, oldest.chunks);
       return_memory_locked();
     }
 
@@ -131,6 +167,11 @@ namespace snmalloc
       size_t end = pagemap.chunk_index(base) + (bytes >> config::CHUNK_BITS);
       if (!buddy_.claim(end, (new_bytes - bytes) >> config::CHUNK_BITS, dirty))
         return false;
+      if (!hand_out(end, new_bytes - bytes))
+      {
+        buddy_.dealloc_run(end, (new_bytes - bytes) >> config::CHUNK_BITS, !dirty);
+        return false;
+      }
       if (dirty)
         less_free_resident(new_bytes - bytes);
       in_use_bytes_ += new_bytes - bytes;
@@ -158,6 +199,11 @@ namespace snmalloc
         Buddy::Block b = buddy_.alloc(bits::log2_floor(block) - config::CHUNK_BITS);
         if (!b.ok)
           return nullptr;
+        if (!hand_out(b.index, block))
+        {
+          buddy_.dealloc(b.index, bits::log2_floor(block) - config::CHUNK_BITS, !b.dirty);
+          return nullptr;
+        }
         void* base = pagemap.chunk_address(b.index);
         if (b.dirty)
           std::memset(base, 0, block);

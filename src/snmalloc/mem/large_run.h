@@ -19,6 +19,17 @@
 // in /proc/self/maps per live moved run) until the run is freed, when its
 // pages are replaced by a fresh mapping that merges back.  The threshold
 // bounds that count by the live heap: at most one moved run per MiB.
+//
+// The checks build guards each run: [guard][object][guard], the object's
+// usable size its size rounded up to pages, each guard GUARD_BYTES or more
+// of inaccessible memory, so that an underflow or an overflow of up to that
+// faults whatever lies beyond (an object of a size that is not a page
+// multiple has up to a page of accessible slack).  The guard before is
+// dropped when the object asks for more alignment than GUARD_BYTES.  A
+// freed run is made inaccessible and quarantined before its chunks are
+// reused (backend/quarantine.h); realloc never moves pages.  The guards
+// cost no system call (the backend opens only the object), but pages that
+// a reused run's guards cover stay resident while it lives.
 
 #include "heap_counts.h"
 
@@ -30,27 +41,87 @@ namespace snmalloc
 
   constexpr size_t REMAP_THRESHOLD = size_t(1) << 20;
 
-  // What a large object of `size` bytes occupies.
+  // What a large object of `size` bytes occupies (in the checks build,
+  // without its guards).
   constexpr size_t large_size(size_t size)
   {
+    if constexpr (config::checks)
+      return bits::align_up(size, Pal::PAGE_SIZE);
     return size <= config::CHUNK_SIZE ? config::CHUNK_SIZE
                                       : bits::align_up(size, config::CHUNK_SIZE);
   }
 
   namespace large_run
   {
-    // Tag payload: the run's length in chunks, and whether its pages were
-    // moved in (see the top of this file).
-    constexpr uintptr_t MOVED = uintptr_t(1) << 40;
+    // The checks build's guards: 1 MiB, the farthest stray write that a
+    // user would expect to be caught, as it is where large blocks are
+    // separate mappings (glibc).
+    constexpr size_t GUARD_BYTES = size_t(1) << 20;
 
-    inline size_t bytes_of_tag(uintptr_t tag)
+    // Tag payload: the run's length in chunks from the object's first,
+    // whether its pages were moved in (see the top of this file), and in
+    // the checks build its guards: the pages after the object, and
+    // whether a guard precedes it.
+    constexpr uintptr_t MOVED = uintptr_t(1) << 40;
+    constexpr size_t GUARD_PAGES_SHIFT = 41;
+    constexpr uintptr_t GUARD_PAGES = uintptr_t(0x3ff) << GUARD_PAGES_SHIFT;
+    constexpr uintptr_t GUARD_BEFORE = uintptr_t(1) << 51;
+
+    inline size_t run_bytes_of_tag(uintptr_t tag)
     {
       return (tag_payload(tag) & (MOVED - 1)) << config::CHUNK_BITS;
     }
 
-    inline void set_tag(void* base, ChunkKind kind, size_t bytes, uintptr_t moved, uintptr_t meta)
+    // The object's usable bytes.
+    inline size_t bytes_of_tag(uintptr_t tag)
     {
-      pagemap.entry_of(base).set(make_tag(kind, (bytes >> config::CHUNK_BITS) | moved), meta);
+      if constexpr (config::checks)
+        return run_bytes_of_tag(tag) -
+          ((tag_payload(tag) & GUARD_PAGES) >> GUARD_PAGES_SHIFT) * Pal::PAGE_SIZE;
+      return run_bytes_of_tag(tag);
+    }
+
+    // `flags`: MOVED and the guards.
+    inline void set_tag(void* base, ChunkKind kind, size_t run_bytes, uintptr_t flags, uintptr_t meta)
+    {
+      pagemap.entry_of(base).set(make_tag(kind, (run_bytes >> config::CHUNK_BITS) | flags), meta);
+    }
+
+    // The checks build: the tag flags of the guard after an object of
+    // `usable` bytes in a run of `run_bytes`.
+    inline uintptr_t guard_after(size_t usable, size_t run_bytes)
+    {
+      return uintptr_t((run_bytes - usable) / Pal::PAGE_SIZE) << GUARD_PAGES_SHIFT;
+    }
+
+    // The checks build's run of an object of `usable` bytes, with its
+    // guard after.
+    constexpr size_t guarded_run_bytes(size_t usable)
+    {
+      return bits::align_up(usable + GUARD_BYTES, config::CHUNK_SIZE);
+    }
+
+    inline size_t guard_before_bytes(uintptr_t tag)
+    {
+      return (tag_payload(tag) & GUARD_BEFORE) != 0 ? GUARD_BYTES : 0;
+    }
+
+    // The checks build's alloc: a guarded run (see the top of this file).
+    SNMALLOC_SLOW_PATH inline void*
+    alloc_guarded(size_t usable, size_t align, bool zero, ChunkKind kind, uintptr_t meta)
+    {
+      size_t run = guarded_run_bytes(usable);
+      size_t lead = align <= GUARD_BYTES ? GUARD_BYTES : 0;
+      Backend::Chunks c = backend.alloc_chunks(lead + run, align, lead, run - usable);
+      if (c.base == nullptr)
+        return nullptr;
+      void* base = static_cast<char*>(c.base) + lead;
+      if (zero && !c.zeroed)
+        std::memset(base, 0, usable);
+      uintptr_t flags = guard_after(usable, run) | (lead != 0 ? GUARD_BEFORE : 0);
+      set_tag(base, kind, run, flags, meta);
+      heap_totals.add_large(1, int64_t(usable));
+      return base;
     }
 
     // Give back [p, p + bytes), part of a run whose tag has `moved`.
@@ -66,6 +137,8 @@ namespace snmalloc
     inline void* alloc(size_t size, size_t align, bool zero, ChunkKind kind, uintptr_t meta)
     {
       size_t bytes = large_size(size);
+      if constexpr (config::checks)
+        return alloc_guarded(bytes, align, zero, kind, meta);
       Backend::Chunks c = backend.alloc_chunks(bytes, align);
       if (c.base == nullptr)
         return nullptr;
@@ -100,13 +173,49 @@ namespace snmalloc
       e.set(0, 0);
       size_t bytes = bytes_of_tag(tag);
       heap_totals.add_large(-1, -int64_t(bytes));
+      if constexpr (config::checks)
+      {
+        size_t lead = guard_before_bytes(tag);
+        backend.quarantine_chunks(static_cast<char*>(base) - lead, lead + run_bytes_of_tag(tag), bytes);
+        return;
+      }
       give_back(base, bytes, (tag_payload(tag) & MOVED) != 0);
+    }
+
+    // The checks build's resize_in_place: the guard pages move with the
+    // object's end.
+    SNMALLOC_SLOW_PATH inline bool resize_guarded(void* base, size_t size)
+    {
+      PagemapEntry& e = pagemap.entry_of(base);
+      uintptr_t tag = e.get_owner();
+      size_t old_usable = bytes_of_tag(tag);
+      size_t old_run = run_bytes_of_tag(tag);
+      size_t usable = large_size(size);
+      size_t run = guarded_run_bytes(usable);
+      if (run > old_run && !backend.extend_chunks(base, old_run, run))
+        return false;
+      if (usable > old_usable &&
+          !Pal::commit(static_cast<char*>(base) + old_usable, usable - old_usable))
+      {
+        if (run > old_run)
+          backend.dealloc_chunks(static_cast<char*>(base) + old_run, run - old_run);
+        return false;
+      }
+      (void)Pal::protect(static_cast<char*>(base) + usable, run - usable);
+      uintptr_t flags = guard_after(usable, run) | (tag_payload(tag) & GUARD_BEFORE);
+      set_tag(base, tag_kind(tag), run, flags, e.get_meta());
+      heap_totals.add_large(0, int64_t(usable) - int64_t(old_usable));
+      if (run < old_run)
+        backend.dealloc_chunks(static_cast<char*>(base) + run, old_run - run);
+      return true;
     }
 
     // Make the run at `base` hold `size` bytes without moving it: shrink it
     // (the tail goes back) or grow it into free chunks after it.
     inline bool resize_in_place(void* base, size_t size)
     {
+      if constexpr (config::checks)
+        return resize_guarded(base, size);
       PagemapEntry& e = pagemap.entry_of(base);
       uintptr_t tag = e.get_owner();
       uintptr_t moved = tag_payload(tag) & MOVED;
@@ -127,8 +236,8 @@ namespace snmalloc
     // (a large object that becomes a sampled one, or back).
     inline void retag(void* base, ChunkKind kind, uintptr_t meta)
     {
-      uintptr_t tag = pagemap.entry_of(base).get_owner();
-      set_tag(base, kind, bytes_of_tag(tag), tag_payload(tag) & MOVED, meta);
+      PagemapEntry& e = pagemap.entry_of(base);
+      e.set(make_tag(kind, tag_payload(e.get_owner())), meta);
     }
 
     // Move the first `bytes` of run `from` into run `to` by remapping its
@@ -136,13 +245,13 @@ namespace snmalloc
     // cannot.  `from` then reads as zero.
     inline bool move_pages(void* from, void* to, size_t bytes)
     {
-      if (bytes < REMAP_THRESHOLD)
+      if (config::checks || bytes < REMAP_THRESHOLD)
         return false;
       bytes = bits::align_up(bytes, Pal::PAGE_SIZE);
       if (!Pal::move_pages(from, to, bytes))
         return false;
       const PagemapEntry& e = pagemap.entry_of(to);
-      set_tag(to, tag_kind(e.get_owner()), bytes_of_tag(e.get_owner()), MOVED, e.get_meta());
+      set_tag(to, tag_kind(e.get_owner()), run_bytes_of_tag(e.get_owner()), MOVED, e.get_meta());
       return true;
     }
   } // namespace large_run

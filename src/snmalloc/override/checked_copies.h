@@ -49,7 +49,7 @@ namespace snmalloc::checked
       return {start, size, FreeObject::from(reinterpret_cast<void*>(start))->marked_free()};
     }
     if (tag_kind(owner) == ChunkKind::Large)
-      return {pagemap.offset_of(p) >> config::CHUNK_BITS << config::CHUNK_BITS | pagemap.base,
+      return {(pagemap.offset_of(p) >> config::CHUNK_BITS << config::CHUNK_BITS) + pagemap.base,
               large_run::bytes_of_tag(owner)};
     if (tag_kind(owner) == ChunkKind::Sampled)
     {

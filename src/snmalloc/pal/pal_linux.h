@@ -206,11 +206,18 @@ namespace snmalloc
       (void)::madvise(p, size, MADV_DONTNEED);
     }
 
-    // Make [p, p+size) inaccessible (any access faults) and give its pages
-    // back.  False if the kernel refuses.
+    // Make [p, p+size) inaccessible (any access faults), its pages kept.
+    // False if the kernel refuses.
+    static bool protect(void* p, size_t size) noexcept
+    {
+      return ::mprotect(p, size, PROT_NONE) == 0;
+    }
+
+    // Make [p, p+size) inaccessible and give its pages back.  False if the
+    // kernel refuses.
     static bool make_inaccessible(void* p, size_t size) noexcept
     {
-      if (::mprotect(p, size, PROT_NONE) != 0)
+      if (!protect(p, size))
         return false;
       decommit(p, size);
       return true;
