@@ -218,7 +218,8 @@ namespace snmalloc
       if (entry.get_owner() != owner_value_)
         report_bad_free(BadFree::DoubleFree, p);
       auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
-      if (!meta->is_object_start(p))
+      // The default build's dealloc_local(p, meta) checks the object start.
+      if (config::checks && !meta->is_object_start(p))
         report_bad_free(BadFree::Interior, p);
       dealloc_local(p, meta);
     }
