@@ -57,6 +57,11 @@ namespace snmalloc
     // high word of its product with this (exact while offset * size <
     // 2^64), a multiply instead of a division for the checks of frees.
     std::array<uint64_t, NUM_SMALL_CLASSES> reciprocal{};
+    // size = odd * 2^even_bits: the inverse of `odd` modulo 2^64, and
+    // even_bits (at least 4, sizes being multiples of 16), for
+    // index_if_start.
+    std::array<uint64_t, NUM_SMALL_CLASSES> odd_inverse{};
+    std::array<uint8_t, NUM_SMALL_CLASSES> even_bits{};
 
     constexpr SizeclassTable()
     {
@@ -82,6 +87,15 @@ namespace snmalloc
         size_t step = config::CHUNK_SIZE / s;
         untouched_step[c] = static_cast<uint32_t>(step == 0 ? 1 : step);
         reciprocal[c] = ~uint64_t(0) / s + 1;
+        size_t even = 0;
+        while ((s >> even) % 2 == 0)
+          even++;
+        uint64_t odd = s >> even;
+        uint64_t inverse = odd; // right to 3 bits; each step doubles them
+        for (int i = 0; i < 5; i++)
+          inverse *= 2 - odd * inverse;
+        odd_inverse[c] = inverse;
+        even_bits[c] = static_cast<uint8_t>(even);
       }
     }
   };
@@ -128,6 +142,18 @@ namespace snmalloc
   {
     unsigned __int128 product = (unsigned __int128)offset * sizeclasses.reciprocal[sc];
     return {size_t(product >> 64), uint64_t(product) < sizeclasses.reciprocal[sc]};
+  }
+
+  // The index of the object starting at `offset` in a slab of class sc,
+  // or, for any other offset (not a multiple of the size, or past any
+  // object of a slab), a value of at least 2^64 / size, above every
+  // index: exact division by a multiply and a rotate.  The product is
+  // offset / odd exactly when odd divides offset, and otherwise above
+  // (2^64 - 1) / odd; the rotate moves any remainder by 2^even_bits into
+  // the high bits.  Checked over every class in the sizeclass test.
+  SNMALLOC_FAST_PATH size_t index_if_start(size_t offset, sizeclass_t sc)
+  {
+    return bits::rotate_right(offset * sizeclasses.odd_inverse[sc], sizeclasses.even_bits[sc]);
   }
 
   // The smallest size >= `size` that is a multiple of `align` (a power of

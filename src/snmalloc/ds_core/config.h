@@ -79,14 +79,13 @@ namespace snmalloc::config
   // A sleeping slab wakes after a quarter of its objects have come back,
   // or after this many bytes of them if that is fewer.  Objects freed long
   // before their slab woke were out of the cache when handed out again: a
-  // slab of a dozen 16 KiB objects waited for four frees, a 16 KiB slab of
-  // 16-byte ones for 256.  Callgrind with the core's 512 KiB L2 as last
-  // level, second-level misses (M) at 16 KiB -> 2 KiB: larson 3.61 ->
-  // 3.08, random-replace 4.53 -> 3.88, thread-churn 5.21 -> 4.80,
-  // xthread-mix 21.5 -> 21.4 (23.0 with no limit); up to 12% more
-  // instructions (random-replace: more wakes and refills); details in
-  // docs/performance.md.
-  constexpr size_t SLAB_WAKE_BYTES = 2048;
+  // slab of a dozen 16 KiB objects waited for four frees.  At 2 KiB, a
+  // 16 KiB slab of objects over 128 bytes wakes twice as often, and so is
+  // refilled twice as often: callgrind of perf-random-replace (2M
+  // operations, sizes 16..1024) 429.8 M instructions against 394.2 M at
+  // 4 KiB, for 13% fewer misses of a 512 KiB last level (7.17 M against
+  // 8.29 M); docs/performance.md.
+  constexpr size_t SLAB_WAKE_BYTES = 4096;
 
   // Remote frees are posted once this many bytes are cached for others.
   // Against 1 MiB, 256 KiB cut peak RSS of a producer/consumer benchmark

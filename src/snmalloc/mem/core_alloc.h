@@ -47,7 +47,7 @@ namespace snmalloc
     typename Profiler::CoreState profile_;
     HeapCounts counts_;
 
-    SlabMeta* new_slab(sizeclass_t sc)
+    SNMALLOC_SLOW_PATH SlabMeta* new_slab(sizeclass_t sc)
     {
       size_t slab_size = size_t(1) << sizeclasses.slab_bits[sc];
       Backend::Chunks c = backend.alloc_chunks(slab_size, slab_size);
@@ -144,9 +144,20 @@ namespace snmalloc
     }
 
     // Free an object of one of this allocator's slabs (the checks build:
-    // checked and poisoned already, as the objects of messages are).
+    // checked and poisoned already, as the objects of messages are).  The
+    // default build checks here that p is an object start: an interior
+    // pointer on the slab's list would later be handed out over a live
+    // object.  One multiply, a rotate and a compare, on the descriptor
+    // line the push writes anyway.
     SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
     {
+      if constexpr (!config::checks)
+      {
+        sizeclass_t sc = meta->owner_sizeclass;
+        size_t index = index_if_start(reinterpret_cast<uintptr_t>(p) - meta->owner_base, sc);
+        if (SNMALLOC_UNLIKELY(index >= sizeclasses.capacity[sc]))
+          report_bad_free(BadFree::Interior, p);
+      }
       if (SNMALLOC_UNLIKELY(meta->push(p, config::checks ? meta->index_of(p) : 0, link_mask(p))))
         slab_needs_attention(meta);
     }
@@ -175,23 +186,22 @@ namespace snmalloc
 
     // A local free brought a slab's `needed` to zero: wake it, or, if every
     // object is back, release it (keeping one per class against thrashing).
-    // Its free list is checked first (see mem/slab_meta.h).
+    // A wake reads only the owner's line of the descriptor and no object
+    // (mem/slab_meta.h).  A release checks the whole list first, out of
+    // line: the wake saves no registers.
     SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta)
     {
-      sizeclass_t sc = meta->sizeclass;
-      if (meta->sleeping)
-      {
-        // The checks build's bitmap lets no object onto the list twice, so
-        // its count is exact, and each link is checked when it is popped,
-        // before its object is handed out: no walk (a chain of cache misses,
-        // 10% of larson's CPU samples).
-        if (!config::checks && !meta->free_count_is(sizeclasses.wake_threshold[sc]))
-          meta->check_free_list(sizeclasses.wake_threshold[sc]);
-        meta->sleeping = false;
-        meta->needed = sizeclasses.capacity[sc] - sizeclasses.wake_threshold[sc];
-        available_[sc].insert(meta);
-        return;
-      }
+      sizeclass_t sc = meta->owner_sizeclass;
+      if (!meta->sleeping)
+        return slab_all_free(meta);
+      meta->sleeping = false;
+      meta->needed = sizeclasses.capacity[sc] - sizeclasses.wake_threshold[sc];
+      available_[sc].insert(meta);
+    }
+
+    SNMALLOC_SLOW_PATH void slab_all_free(SlabMeta* meta)
+    {
+      sizeclass_t sc = meta->owner_sizeclass;
       if (available_[sc].only(meta))
         return;
       meta->check_free_list(sizeclasses.capacity[sc] - meta->untouched);
@@ -209,7 +219,8 @@ namespace snmalloc
       if (entry.get_owner() != owner_value_)
         report_bad_free(BadFree::DoubleFree, p);
       auto* meta = reinterpret_cast<SlabMeta*>(entry.get_meta());
-      if (!meta->is_object_start(p))
+      // The default build's dealloc_local(p, meta) checks the object start.
+      if (config::checks && !meta->is_object_start(p))
         report_bad_free(BadFree::Interior, p);
       dealloc_local(p, meta);
     }

@@ -120,8 +120,8 @@ namespace snmalloc
       if (delta == 0)
         return;
       meta->counted_out = out;
-      add(objects_[meta->sizeclass], delta);
-      heap_totals.add_live(delta * int64_t(sizeclass_to_size(meta->sizeclass)));
+      add(objects_[meta->owner_sizeclass], delta);
+      heap_totals.add_live(delta * int64_t(sizeclass_to_size(meta->owner_sizeclass)));
     }
 
     int64_t objects(sizeclass_t sc) const

@@ -13,11 +13,11 @@
 //   awake:    free objects = capacity - needed            (untouched included)
 // A double free pushes an object already on the list: the second push closes
 // a cycle through the first, and the counter runs ahead of the objects.
-// Where that is seen costs the fast paths nothing: a sleeping slab wakes
-// with a list longer than the counter says (counted, a few instructions
-// per object, a quarter slab per wake), a whole-slab release walks the
-// list (check_free_list), and refill finds `needed` wrapped past capacity
-// when a slab already all free was freed into again.
+// Where that is seen costs the fast paths nothing: a whole-slab release
+// walks the list (check_free_list), and refill finds `needed` wrapped past
+// capacity when a slab already all free was freed into again.  A wake
+// walks nothing: counting the list there touched each freed object cold
+// (1.65 M of perf-random-replace's 12.2 M first-level misses).
 
 #include "../backend/backend.h"
 #include "bad_free.h"
@@ -88,11 +88,12 @@ namespace snmalloc
     bool zeroed = false;
     // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
     uint32_t counted_out = 0;
-    // Copies of `base` and `sizeclass` below, for the checks build's free
-    // fast path (check_free): with these and the bitmap on this line, a
-    // local free reads one line of the descriptor, as the default build's
-    // does (perf, larson: a fifth of the checks free's samples were on the
-    // load of the line below).  The default build does not read them.
+    // Copies of `base` and `sizeclass` below, for the owner: the checks
+    // build's free fast path (check_free), and a slab's wake and refill in
+    // every build.  With these and the bitmap on this line, a local free
+    // reads one line of the descriptor, as the default build's does (perf,
+    // larson: a fifth of the checks free's samples were on the load of the
+    // line below).
     uintptr_t owner_base = 0;
     sizeclass_t owner_sizeclass = 0;
     // The checks build's bitmap, written on every local free: on the
@@ -131,8 +132,8 @@ namespace snmalloc
     // free reads as a full slab.
     uint32_t objects_out() const
     {
-      uint32_t capacity = sizeclasses.capacity[sizeclass];
-      uint32_t out = sleeping ? capacity - sizeclasses.wake_threshold[sizeclass] + needed : needed;
+      uint32_t capacity = sizeclasses.capacity[owner_sizeclass];
+      uint32_t out = sleeping ? capacity - sizeclasses.wake_threshold[owner_sizeclass] + needed : needed;
       return out < capacity ? out : capacity;
     }
 
@@ -145,26 +146,14 @@ namespace snmalloc
         offset == index_in_slab(offset, sizeclass) * sizeclass_to_size(sizeclass);
     }
 
-    // Does the free list hold exactly `expected` objects?  Bounded, so a
-    // cycle ends the walk too.
-    bool free_count_is(uint32_t expected) const
-    {
-      const FreeObject* f = free;
-      for (uint32_t i = 0; i < expected; i++, f = f->next_object())
-      {
-        if (f == nullptr)
-          return false;
-      }
-      return f == nullptr;
-    }
-
     // The free list must hold `expected` distinct object starts of this
     // slab; otherwise report the first object that is not one: met twice
     // (double free), not at an object start (a local interior free), or
-    // outside the slab (a link written after its object was freed).  One
+    // outside the slab (a link written after its object was freed); an
+    // "object" in the slack past the last one is an interior pointer.  One
     // step past `expected`, so that a list one longer, through a double
     // free, shows its repeated object.
-    void check_free_list(uint32_t expected) const
+    SNMALLOC_SLOW_PATH void check_free_list(uint32_t expected) const
     {
       uint64_t seen[MAX_CAPACITY / 64] = {};
       size_t size = sizeclass_to_size(sizeclass);
@@ -175,9 +164,9 @@ namespace snmalloc
         uintptr_t offset = reinterpret_cast<uintptr_t>(f) - base;
         if (offset >= slab_size())
           report_fatal_at("free list corrupted (write after free?) at", f);
-        if (offset % size != 0)
-          report_bad_free(BadFree::Interior, f);
         size_t index = offset / size;
+        if (offset % size != 0 || index >= sizeclasses.capacity[sizeclass])
+          report_bad_free(BadFree::Interior, f);
         uint64_t bit = uint64_t(1) << (index % 64);
         if ((seen[index / 64] & bit) != 0)
           report_bad_free(BadFree::DoubleFree, f);
@@ -294,10 +283,23 @@ namespace snmalloc
     // slab sleeps unless some remain untouched.
     Batch take_all()
     {
-      uint32_t capacity = sizeclasses.capacity[sizeclass];
+      uint32_t capacity = sizeclasses.capacity[owner_sizeclass];
       // Freed into after all were free: the list shows the double free.
       if (SNMALLOC_UNLIKELY(needed > capacity))
         check_free_list(capacity - untouched);
+      if (SNMALLOC_UNLIKELY(untouched != 0))
+        return take_all_and_untouched(capacity);
+      Batch b{free, capacity - needed};
+      free = nullptr;
+      on_free_list.set_only(capacity, capacity); // none is on the list now
+      sleeping = true;
+      needed = sizeclasses.wake_threshold[owner_sizeclass];
+      return b;
+    }
+
+    // take_all of a slab with objects never handed out yet.
+    SNMALLOC_SLOW_PATH Batch take_all_and_untouched(uint32_t capacity)
+    {
       link_untouched(sizeclasses.untouched_step[sizeclass]);
       Batch b{free, capacity - needed - untouched};
       free = nullptr;
