@@ -21,12 +21,12 @@ packages=(cmake g++ clang make catch2 zlib1g-dev
 bench_packages=(libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev)
 # The aarch64 build (cmake/toolchains/aarch64-linux-gnu.cmake) and its tests
 # under qemu-user.  The cross C library is only a recommendation of the
-# compiler, so it is named.  zlib and libunwind are the target's, from
-# Debian multiarch: the build finds zlib.h and libunwind there and the
-# profiler dlopens libz.so.1 at its first dump, which qemu's loader finds
-# in /usr/lib/aarch64-linux-gnu.
+# compiler, so it is named.  The programs run on Debian's arm64 libraries
+# of multiarch (libstdc++6:arm64 and, through zlib, libc6:arm64), which
+# also give the build zlib and libunwind and the profiler the libz.so.1 it
+# loads at its first dump (cmake/toolchains/qemu-aarch64-run.sh).
 aarch64_packages=(g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-                  zlib1g-dev:arm64 libunwind-dev:arm64)
+                  libstdc++6:arm64 zlib1g-dev:arm64 libunwind-dev:arm64)
 
 for arg in "$@"; do
   case "$arg" in

@@ -16,7 +16,7 @@ set(SNMALLOC_CROSS_TRIPLE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER ${SNMALLOC_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${SNMALLOC_CROSS_TRIPLE}-g++)
 
-# ctest runs each test executable under qemu-user with the cross C library
-# as its root for the dynamic loader; a path the root lacks (libz.so.1 of
-# multiarch) falls back to the host's own.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/${SNMALLOC_CROSS_TRIPLE})
+# ctest runs each test executable under qemu-user, through a script that
+# gives it Debian's arm64 libraries and a bounded address space, and hands
+# LD_PRELOAD to the guest alone (see the script).
+set(CMAKE_CROSSCOMPILING_EMULATOR ${CMAKE_CURRENT_LIST_DIR}/qemu-aarch64-run.sh)

@@ -12,12 +12,14 @@
 # instructions, so they compare with each other, not with x86-64's.
 #
 # Usage: scripts/bench/qemu-walk-count.sh
-# Needs: g++-aarch64-linux-gnu, qemu-user, libunwind-dev:arm64 (Debian
-# multiarch; without it only libgcc is counted).
+# Needs: bash scripts/setup.sh --aarch64 (the cross compiler, qemu-user,
+# Debian's arm64 libraries; without libunwind-dev:arm64 only libgcc is
+# counted).
 set -euo pipefail
 
 triple=aarch64-linux-gnu
-emulator=(qemu-aarch64 -L "/usr/$triple")
+# Debian's arm64 libraries of multiarch, as cmake/toolchains/qemu-aarch64-run.sh.
+emulator=(qemu-aarch64)
 warm=50
 measured=100
 
