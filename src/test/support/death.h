@@ -2,8 +2,11 @@
 // read what it left on stderr and how it ended.
 #pragma once
 
+#include "support/files.h"
+
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
@@ -60,14 +63,22 @@ namespace snmalloc_test
 
   // Runs this executable's test case `name` in a child process, calling
   // prepare() in the child before the exec; true if it exited RAN_CLEAN.
+  // Under an emulator (SNMALLOC_TEST_EMULATOR, set by the cross build's
+  // cmake/toolchains/qemu-aarch64-run.sh) the child is run through it: the
+  // kernel cannot run this executable itself.
   template<typename F>
   bool reexec_ran_clean(const char* name, F prepare)
   {
+    const char* emulator = std::getenv("SNMALLOC_TEST_EMULATOR");
+    std::string self = emulator != nullptr ? self_exe() : std::string();
     pid_t child = ::fork();
     if (child == 0)
     {
       prepare();
-      ::execl("/proc/self/exe", "child", name, static_cast<char*>(nullptr));
+      if (emulator != nullptr)
+        ::execl(emulator, emulator, self.c_str(), name, static_cast<char*>(nullptr));
+      else
+        ::execl("/proc/self/exe", "child", name, static_cast<char*>(nullptr));
       ::_exit(127);
     }
     int status = 0;
