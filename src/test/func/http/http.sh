@@ -240,8 +240,10 @@ lifetimes_top() { # NAME URL SAMPLE_INDEX [pprof options]
   shift 3
   timeout 120 "$go" tool pprof -top -sample_index="$index" "$@" "$url" >"$work/$name.top" 2>"$work/$name.err"
 }
-site_value() { # TOP_FILE FUNCTION: its flat value, a count (0 if absent)
-  awk -v f="$2" '$NF == f { print int($1); found = 1; exit } END { if (!found) print 0 }' "$1"
+site_value() { # TOP_FILE FUNCTION: its cumulative value, a count (0 if absent)
+  # Cumulative, not flat: without inlining (the Debug build) the site
+  # allocates through a helper that holds the flat value.
+  awk -v f="$2" '$NF == f { print int($4); found = 1; exit } END { if (!found) print 0 }' "$1"
 }
 # peak_site's 128 MiB made and freed again 2 s into a 5 s window: in the
 # window, its frees on their own thread; site_a, held all along, no frees.

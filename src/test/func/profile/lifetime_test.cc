@@ -142,17 +142,19 @@ TEST_CASE("lifetime profile: short-lived, long-lived and cross-thread sites")
       SHORT_SIZE,
       SHORT_COUNT);
     CHECK(value(after, "short_lived_site", "freed_objects", "-tagfocus=freed_by=other_thread") == 0);
-    // Freed within a microsecond of malloc's return, but for the odd
-    // preemption: at least 95% in the first bucket, all within 10 ms but
-    // for 1%.
+    // Freed right after malloc returns: within a microsecond in a Release
+    // build, but a Debug build with sanitizers takes longer than that
+    // (none of 3,000 under 1 us), and a loaded machine preempts. So at
+    // least 95% under a millisecond, all within 10 ms but for 1%.
     int64_t all = value(after, "short_lived_site", "freed_objects");
-    int64_t first = value(after, "short_lived_site", "freed_objects", "'-tagfocus=lifetime=^<1us$'");
+    int64_t under_1ms = value(
+      after, "short_lived_site", "freed_objects", "'-tagfocus=lifetime=^(<1us|<10us|<100us|<1ms)$'");
     int64_t within_10ms = value(
       after,
       "short_lived_site",
       "freed_objects",
       "'-tagfocus=lifetime=^(<1us|<10us|<100us|<1ms|<10ms)$'");
-    CHECK(double(first) >= 0.95 * double(all));
+    CHECK(double(under_1ms) >= 0.95 * double(all));
     CHECK(double(within_10ms) >= 0.99 * double(all));
     CHECK(value(after, "short_lived_site", "live_objects") == 0);
   }
