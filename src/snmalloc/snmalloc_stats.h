@@ -65,6 +65,30 @@ struct snmalloc_stats
 /* Fill *out; 0, or EINVAL for a null pointer. */
 int snmalloc_stats(struct snmalloc_stats* out);
 
+/*
+ * The census: visit(ptr, usable_size, arg) once for each live object, one
+ * handed out and not freed, with its malloc_usable_size.  Which ones:
+ *   - the small objects of the calling thread's allocator and of the
+ *     allocators of threads that have exited (their objects outlive them);
+ *     not those of other running threads' allocators, whose free lists
+ *     only their own thread may read;
+ *   - every large object, every object the heap profiler sampled (they
+ *     live apart from the others), every malloc(0) object (size 0).
+ * Exact for the small objects, with one exception: an object another
+ * running thread freed is visited until that thread has posted the free
+ * to the object's allocator (it batches them; a thread posts its batches
+ * when they fill, and at exit).  The calling thread's own frees are all
+ * seen.  Large, sampled and malloc(0) objects that other threads allocate
+ * or free while the walk runs are visited or not, each as it stood when
+ * the walk reached it.  A program that has its other threads joined, or
+ * waiting after their last free has been posted, gets its heap exactly.
+ * The visitor may read the object, but must not allocate, free or
+ * resize through this allocator: the walk holds allocator locks and reads
+ * the calling thread's free lists between visits.  Objects are visited in
+ * no particular order.
+ */
+void snmalloc_heap_walk(void (*visit)(void* ptr, size_t usable_size, void* arg), void* arg);
+
 #ifdef __cplusplus
 }
 #endif

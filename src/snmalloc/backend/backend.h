@@ -235,6 +235,14 @@ namespace snmalloc
       size_t dirty_free_bytes; // free chunks whose pages may be resident
     };
 
+    // Chunks from the arena's base that may have been handed out (the
+    // frontier only moves up): a walk of the pagemap stops there.
+    size_t chunks_carved() noexcept
+    {
+      LockGuard g(lock_);
+      return buddy_.chunks_carved();
+    }
+
     Usage usage() noexcept
     {
       LockGuard g(lock_);

@@ -206,6 +206,13 @@ namespace snmalloc
       return dirty_chunks_ << config::CHUNK_BITS;
     }
 
+    // Chunks from the arena's base up to the frontier: no chunk beyond was
+    // ever handed out.
+    size_t chunks_carved() const
+    {
+      return frontier_;
+    }
+
     Block alloc(size_t order)
     {
       if (order > MAX_ORDER)

@@ -24,6 +24,7 @@ namespace snmalloc
         {
           free_ = c->next_in_pool;
           c->next_in_pool = nullptr;
+          c->in_pool = false;
           return c;
         }
       }
@@ -37,6 +38,7 @@ namespace snmalloc
     {
       LockGuard g(lock_);
       c->next_in_pool = free_;
+      c->in_pool = true;
       free_ = c;
     }
 
@@ -48,6 +50,15 @@ namespace snmalloc
       LockGuard g(lock_);
       for (Core* c = free_; c != nullptr; c = c->next_in_pool)
         f(*c);
+    }
+
+    // Apply f(first idle allocator) under the lock: none joins or leaves
+    // the pool until it returns (in_pool says which are in it).
+    template<typename F>
+    void while_locked(F&& f) noexcept
+    {
+      LockGuard g(lock_);
+      f(free_);
     }
 
     void prefork() noexcept

@@ -39,6 +39,8 @@ namespace snmalloc
     using Local = LocalCache<CoreAlloc>;
 
     CoreAlloc* next_in_pool = nullptr;
+    // In the pool, held by no thread (under the pool's lock).
+    bool in_pool = false;
 
   private:
     uintptr_t owner_value_;

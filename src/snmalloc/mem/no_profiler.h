@@ -17,6 +17,7 @@
 //   CoreState::grew_in_place(..)         realloc grew a large run in place:
 //                                        count the bytes, maybe sample it
 //   CoreState::flush(core)               thread exit: give held objects back
+//   CoreState::held_objects(sc)          census: the batch held back in sc
 //   entered_slow_path(return_address)    alloc_slow: where the stack is cut
 //   entered_sample_path(return_address, frame)
 //                                        alloc_sample_due: the same, and the
@@ -27,6 +28,7 @@
 //   own_bytes()                          statistics: the profiler's own memory
 //   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
+//   visit_samples(visitor)               census: every live sampled object
 //   prefork(), postfork()                fork: the profiler's locks held across it
 // The malloc and free fast paths call none of them.  NoProfiler defines
 // each as a no-op that the compiler removes.
@@ -41,6 +43,19 @@ namespace snmalloc
   {
     uintptr_t start = 0;
     size_t size = 0;
+  };
+
+  // A census's visitor: a C function and its argument (snmalloc_stats.h's
+  // snmalloc_heap_walk), called with each live object and its usable size.
+  struct HeapVisitor
+  {
+    void (*visit)(void* object, size_t usable_size, void* arg);
+    void* arg;
+
+    void operator()(void* object, size_t usable_size) const
+    {
+      visit(object, usable_size, arg);
+    }
   };
 
   struct NoProfiler
@@ -78,6 +93,11 @@ namespace snmalloc
       template<typename Core>
       static void flush(Core&)
       {}
+
+      static const FreeObject* held_objects(sizeclass_t)
+      {
+        return nullptr;
+      }
     };
 
     static void entered_slow_path(void*) {}
@@ -111,5 +131,7 @@ namespace snmalloc
     }
 
     static void recount_pool_slabs() {}
+
+    static void visit_samples(HeapVisitor) {}
   };
 } // namespace snmalloc

@@ -60,6 +60,9 @@ namespace snmalloc
       no_object, size_t{}, size_t{}, size_t{}, bool{}));
     template<typename P, typename Core>
     using Flush = decltype(state<P>().flush(ref<Core>()));
+    template<typename P, typename Core>
+    using HeldObjects =
+      Returns<const FreeObject*, decltype(state<P>().held_objects(sizeclass_t{}))>;
 
     // Static hooks: the front's slow paths, fork, statistics.
     template<typename P, typename Core>
@@ -78,6 +81,8 @@ namespace snmalloc
     using SamplesDropped = Returns<uint64_t, decltype(P::samples_dropped())>;
     template<typename P, typename Core>
     using RecountPoolSlabs = decltype(P::recount_pool_slabs());
+    template<typename P, typename Core>
+    using VisitSamples = decltype(P::visit_samples(HeapVisitor{}));
     template<typename P, typename Core>
     using Prefork = decltype(P::prefork());
     template<typename P, typename Core>
@@ -100,6 +105,8 @@ namespace snmalloc
       has<GrewInPlace, P>::value,
       "profiler: CoreState::grew_in_place(void*, size_t, size_t, size_t, bool)");
     static_assert(has<Flush, P>::value, "profiler: CoreState::flush(Core&)");
+    static_assert(
+      has<HeldObjects, P>::value, "profiler: CoreState::held_objects(sizeclass_t) -> const FreeObject*");
     static_assert(has<EnteredSlowPath, P>::value, "profiler: static entered_slow_path(void*)");
     static_assert(
       has<EnteredSamplePath, P>::value, "profiler: static entered_sample_path(void*, void*)");
@@ -110,6 +117,7 @@ namespace snmalloc
     static_assert(has<OwnBytes, P>::value, "profiler: static own_bytes() -> size_t");
     static_assert(has<SamplesDropped, P>::value, "profiler: static samples_dropped() -> uint64_t");
     static_assert(has<RecountPoolSlabs, P>::value, "profiler: static recount_pool_slabs()");
+    static_assert(has<VisitSamples, P>::value, "profiler: static visit_samples(HeapVisitor)");
     static_assert(has<Prefork, P>::value, "profiler: static prefork()");
     static_assert(has<Postfork, P>::value, "profiler: static postfork()");
     return true;

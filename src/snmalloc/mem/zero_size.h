@@ -103,6 +103,23 @@ namespace snmalloc
         report_bad_free(BadFree::DoubleFree, p);
     }
 
+    // Apply f to the address of each slot handed out and not freed, as of
+    // the moment its word is read.
+    template<typename F>
+    void for_each_out(F&& f) const
+    {
+      if (state_.load(std::memory_order_acquire) != Ready)
+        return;
+      for (size_t w = 0; w < WORDS; w++)
+      {
+        for (uint64_t bits = out_[w].load(std::memory_order_relaxed); bits != 0; bits &= bits - 1)
+        {
+          size_t slot = w * 64 + size_t(__builtin_ctzll(bits));
+          f(reinterpret_cast<void*>(base_ + slot * config::MIN_ALLOC_SIZE));
+        }
+      }
+    }
+
     // Is p one of the slots' addresses?
     bool holds(const void* p) const
     {

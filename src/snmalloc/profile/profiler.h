@@ -337,6 +337,12 @@ namespace snmalloc::profile
         for (Batch& b : held_)
           give_back(core, b);
       }
+
+      // The free objects held back in sc, for a census of their slab.
+      const FreeObject* held_objects(sizeclass_t sc) const
+      {
+        return held_[sc].head;
+      }
     };
 
     // alloc_slow was entered from `return_address` (see stack_capture.h).
@@ -410,6 +416,17 @@ namespace snmalloc::profile
     static void recount_pool_slabs()
     {
       profile_pool.recount_slabs();
+    }
+
+    // Every live sampled object, list by list, each under its lock: a free
+    // on another thread waits for its list's visits to end.
+    static void visit_samples(HeapVisitor visit)
+    {
+      sample_lists.for_each([&](SampleList& list) {
+        LockGuard g(list.lock);
+        for (SampleRecord* r = list.head; r != nullptr; r = r->next)
+          visit(r->object, sampled_object(r->object).size);
+      });
     }
 
     // Hold every profiler lock across fork() (see global/thread_alloc.h).

@@ -1,0 +1,98 @@
+#pragma once
+// Layer global: the heap census, snmalloc::heap_walk and C's
+// snmalloc_heap_walk (snmalloc_stats.h says what it promises).
+//
+// Which objects.  A thread's allocator's free lists are written by that
+// thread alone, without atomics, and its fast lists are in its TLS: no
+// other thread may read them while it runs, and stopping it would cost
+// the fast paths a test.  So the walk covers the small objects of the
+// allocators no running thread holds while it runs: the calling thread's
+// own and the idle ones (of threads that exited, whose objects outlive
+// them), under the pool lock so that none is taken meanwhile.  Large,
+// sampled and zero-size objects are nobody's and are all visited.
+//
+// Exactness.  An object of a covered allocator is free if its slab's
+// list, its untouched tail, the caller's fast list or a batch the profiler
+// holds back has it (mem/live_objects.h), after the covered allocators'
+// messages are handled, so every free that has reached the owner is seen.
+// A free that has not reached it, still batched in a running thread's
+// remote cache, is not: that object is visited as live.  The caller's own
+// batches for other allocators are posted first.
+
+#include "../mem/live_objects.h"
+#include "../mem/slab_walk.h"
+#include "thread_alloc.h"
+
+namespace snmalloc
+{
+  namespace detail
+  {
+    // The free objects the calling thread's allocator keeps off its slabs.
+    inline void collect_detached(const Local& local, Alloc& core, DetachedFree& out)
+    {
+      for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
+      {
+        out.add(sc, 0, local.fast[sc]);
+        out.add(sc, 1, core.profile().held_objects(sc));
+      }
+    }
+
+    // Small and large objects, in one pass over the pagemap, under the
+    // pool lock.  `own` is the calling thread's allocator, if any.
+    inline void visit_arena_objects(Alloc* own, const DetachedFree& own_detached, HeapVisitor visit)
+    {
+      const DetachedFree none{};
+      uintptr_t own_owner = own == nullptr ? 0 : own->owner_value();
+      for_each_chunk_start([&](const ChunkStart& c) {
+        if (c.is_large_run())
+        {
+          visit(c.base, large_run::bytes_of_tag(c.owner));
+          return;
+        }
+        if (!c.is_thread_slab())
+          return;
+        // A thread allocator's owner value is its address.
+        bool covered = c.owner == own_owner || reinterpret_cast<const Alloc*>(c.owner)->in_pool;
+        if (!covered)
+          return;
+        const auto& meta = *reinterpret_cast<const SlabMeta*>(c.meta);
+        for_each_live_object(meta, c.owner == own_owner ? own_detached : none, visit);
+      });
+    }
+
+    // The census (see the top of this file), with a C visitor.
+    inline void heap_walk_with(HeapVisitor visit) noexcept
+    {
+      Alloc* own = local_cache.core;
+      DetachedFree own_detached{};
+      if (own != nullptr)
+      {
+        own->post_remote_frees();
+        own->handle_messages();
+        collect_detached(local_cache, *own, own_detached);
+      }
+      alloc_pool.while_locked([&](Alloc* idle) {
+        // Under the lock that keeps them idle: a thread that exits now may
+        // leave messages that arrived after its own last look.
+        for (; idle != nullptr; idle = idle->next_in_pool)
+          idle->handle_messages();
+        visit_arena_objects(own, own_detached, visit);
+      });
+      zero_size_slots.for_each_out([&](void* p) { visit(p, 0); });
+      Profiler::visit_samples(visit);
+    }
+  } // namespace detail
+
+  // The census: f(void* object, size_t usable_size) for each live object
+  // (see the top of this file).  f must not allocate or free: the walk
+  // holds the pool's and the sample lists' locks, and reads the calling
+  // thread's free lists between calls.
+  template<typename F>
+  void heap_walk(F&& f) noexcept
+  {
+    using Fn = std::remove_reference_t<F>;
+    detail::heap_walk_with(HeapVisitor{
+      [](void* object, size_t usable_size, void* arg) { (*static_cast<Fn*>(arg))(object, usable_size); },
+      const_cast<void*>(static_cast<const void*>(&f))});
+  }
+} // namespace snmalloc
