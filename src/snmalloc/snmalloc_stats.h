@@ -84,8 +84,10 @@ int snmalloc_stats(struct snmalloc_stats* out);
  * waiting after their last free has been posted, gets its heap exactly.
  * The visitor may read the object, but must not allocate, free or
  * resize through this allocator: the walk holds allocator locks and reads
- * the calling thread's free lists between visits.  Objects are visited in
- * no particular order.
+ * the calling thread's free lists between visits.  Meanwhile threads that
+ * start or exit wait for the walk's small and large objects, and a free of
+ * a sampled object for its sample list's.  Objects are visited in no
+ * particular order.  About 55 instructions a live object.
  */
 void snmalloc_heap_walk(void (*visit)(void* ptr, size_t usable_size, void* arg), void* arg);
 
