@@ -176,9 +176,9 @@ namespace snmalloc::profile
     }
 
   private:
-    // Not a step in permanent code: a step in code that may be unloaded
-    // (after the walk's first such entry has it read the unload count), a
-    // terminal rule, or an address not cached.
+    // Neither a step nor a terminal rule in permanent code: an entry for
+    // code that may be unloaded (after the walk's first such entry has it
+    // read the unload count), or an address not cached.
     SNMALLOC_SLOW_PATH bool step_at_slow(uintptr_t address, Step& step, FrameRule& rule)
     {
       uint64_t high = uint64_t(address) >> INDEX_BITS;
@@ -212,6 +212,11 @@ namespace snmalloc::profile
       {
         step.bits = word;
         return true;
+      }
+      if ((word >> RULE_BITS) == high && (word & UNLOADABLE) == 0 && (word & 7) != 0)
+      {
+        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
+        return false;
       }
       return step_at_slow(address, step, rule);
     }
