@@ -24,6 +24,17 @@ namespace snmalloc
     return local.core->alloc_sample_due(local.fast[sc], sc, size, align);
   }
 
+  // A large allocation with profiling, which may be sampled: out of line
+  // for the same reason, its frame where the sample's walk starts (which
+  // then steps over none of the profiler's and allocator's frames: 250 of
+  // the 470 instructions of a large sample's walk).
+  SNMALLOC_SLOW_PATH inline void* alloc_large_sampling(
+    Alloc& core, size_t size, size_t align, bool zero, void* return_address)
+  {
+    Profiler::entered_sample_path(return_address, __builtin_frame_address(0));
+    return core.alloc_large(size, align, zero);
+  }
+
   // `return_address` is alloc_slow's, where a sample's stack is cut.
   SNMALLOC_FAST_PATH void* alloc_with(
     Alloc& core, Local& local, size_t size, size_t align, bool zero, void* return_address)
@@ -52,11 +63,10 @@ namespace snmalloc
       if (zero && p != nullptr)
         Pal::fill(p, 0, size);
     }
+    else if (Profiler::enabled)
+      p = alloc_large_sampling(core, size, align, zero, return_address);
     else
-    {
-      Profiler::entered_slow_path(return_address);
       p = core.alloc_large(size, align, zero);
-    }
     if (p == nullptr)
       errno = ENOMEM;
     return p;

@@ -18,10 +18,12 @@
 //                                        count the bytes, maybe sample it
 //   CoreState::flush(core)               thread exit: give held objects back
 //   CoreState::held_objects(sc)          census: the batch held back in sc
-//   entered_slow_path(return_address)    alloc_slow: where the stack is cut
+//   entered_slow_path(return_address)    realloc's growth in place: where the
+//                                        stack is cut
 //   entered_sample_path(return_address, frame)
-//                                        alloc_sample_due: the same, and the
-//                                        hook's frame, where a walk may start
+//                                        alloc_sample_due, alloc_large_sampling:
+//                                        the same, and the hook's frame, where
+//                                        a walk may start
 //   dealloc_sampled(p)                   free of a profile-pool object
 //   sampled_object(p)                    the profile-pool object holding p
 //   starts_sample(p)                     free checks: is p a sampled object's start

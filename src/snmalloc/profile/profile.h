@@ -10,8 +10,10 @@
 //   core/     decide: settings.h (start/stop state), sample_mode.h (what
 //             a rate means, what a sample weighs), sampler.h (where the
 //             next sample falls: the free-list split at refill)
-//   stacks/   record: stack_capture.h (the walk and its per-address rule
-//             cache: own .eh_frame walker on x86-64), frame_rules.h (a
+//   stacks/   record: stack_capture.h (the walk: own .eh_frame walker on
+//             x86-64), frame_rule_cache.h (its per-address rule cache),
+//             permanent_code.h (the code that is never unloaded, whose
+//             cached rules need no unload check), frame_rules.h (a
 //             frame's rule from its FDE), library_walkers.h (libunwind's
 //             unw_backtrace where the build chose it or has no built-in
 //             walker, libgcc's _Unwind_Backtrace otherwise and as the

@@ -352,8 +352,9 @@ namespace snmalloc::profile
       sample_walk_start = {};
     }
 
-    // The same, from the small-sample hook, whose frame (its frame pointer:
-    // it must keep one) is where a sample's walk may start.
+    // The same, from a sampling hook (small or large objects), whose frame
+    // (its frame pointer: it must keep one) is where a sample's walk may
+    // start.
     static void entered_sample_path(void* return_address, void* hook_frame)
     {
       slow_path_return_address = reinterpret_cast<uintptr_t>(return_address);

@@ -53,8 +53,8 @@ namespace snmalloc::profile
     }
 
   public:
-    // Start loading the line where `hash` is looked for, so that two
-    // lookups of one sample wait for their cold lines together.
+    // Start loading the line where `hash` is looked for, ahead of the
+    // probe.
     void prefetch(uint64_t hash) const
     {
       if (capacity_ != 0)

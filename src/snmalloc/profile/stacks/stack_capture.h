@@ -5,7 +5,7 @@
 // C++ exceptions use (frame_rules.h), so code built without frame pointers
 // unwinds as exactly as code built with them; only raw return addresses
 // are kept, names are resolved at dump time.  The rule of each address is
-// cached, so a sample's walk is a few loads per frame; a stack with a frame
+// cached (frame_rule_cache.h), so a sample's walk is a few loads per frame; a stack with a frame
 // the rules do not cover (a signal frame, a realigned stack) is walked by
 // a library instead (library_walkers.h).  That built-in walker is x86-64's;
 // elsewhere, or when the build chose one (config::unwinder), a library
@@ -13,7 +13,7 @@
 // no allocator lock held and with the re-entrancy guard set.  Tests replace
 // the source to get stacks that do not depend on the unwinder.
 
-#include "frame_rules.h"
+#include "frame_rule_cache.h"
 #include "library_walkers.h"
 
 #include <dlfcn.h>
@@ -33,13 +33,14 @@ namespace snmalloc::profile
   // themselves are kept and hidden by the profile's drop_frames.
   inline thread_local uintptr_t slow_path_return_address = 0;
 
-  // Where a small sample's walk starts: the frame of the allocator's
-  // sampling hook (global/api.h, alloc_sample_due), which keeps a frame
-  // pointer for it, so the frames of the profiler and of the allocator
-  // below it (five of them) are not walked: on perf-xthread-mix about 200
-  // instructions of a sample's 2,000.  Set by entered_sample_path, taken by
-  // the next capture, and cleared by every other way to a sample
-  // (entered_slow_path), so that it never outlives its frame.  `frame` is
+  // Where a sample's walk starts: the frame of the allocator's sampling
+  // hook (global/api.h, alloc_sample_due for small objects,
+  // alloc_large_sampling for large ones), which keeps a frame pointer for
+  // it, so the frames of the profiler and of the allocator below it (five
+  // of them) are not walked: on perf-xthread-mix about 200 instructions of
+  // a sample's 2,000.  Set by entered_sample_path, taken by the next
+  // capture, and cleared by the other way to a sample (entered_slow_path,
+  // realloc's growth in place), so that it never outlives its frame.  `frame` is
   // rbp there: the saved rbp at it, the return address into alloc_slow
   // above it.
   struct WalkStart
@@ -143,160 +144,6 @@ namespace snmalloc::profile
   };
 
   inline EntryPoints entry_points;
-
-  // Frame rules by address, direct-mapped and shared by all threads: one
-  // 64-bit word an entry, the address's bits above the index's (user space:
-  // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
-  // entry, never half of two.  The packing is laid out for the walk, which
-  // steps by an entry's bits without unpacking them (with the rule
-  // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
-  // of 2 MiB) are read from the tables every time.  32 KiB of zeroes until
-  // a sample.
-  class FrameRuleCache
-  {
-    static constexpr unsigned INDEX_BITS = 12;
-    static constexpr uintptr_t INDEX_MASK = (uintptr_t(1) << INDEX_BITS) - 1;
-    static constexpr unsigned RULE_BITS = 29;
-    static constexpr unsigned HIGH_BITS = 64 - RULE_BITS;
-    std::atomic<uint64_t> entries_[size_t(1) << INDEX_BITS] = {};
-    // The loader's count of unloaded objects when the entries were made:
-    // an address of an unloaded library may come back with other code.
-    std::atomic<unsigned long long> unloads_{0};
-    // Held while this reads the count: dl_iterate_phdr takes the loader's
-    // lock, which a fork() child would inherit held by a thread it does
-    // not have; prefork holds this instead.
-    SpinLock reading_;
-
-    // The low bits mixed with the next ones (return addresses of one
-    // function differ in the low bits, of different libraries above them);
-    // with the high bits stored, the index gives back the low ones.
-    static size_t index(uintptr_t address)
-    {
-      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
-    }
-
-    static bool pack(const FrameRule& rule, uint64_t& bits)
-    {
-      if (rule.kind != FrameRule::Kind::Step)
-      {
-        bits = uint64_t(rule.kind) << 1; // not 0: Step is the only kind 0
-        return true;
-      }
-      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
-        return false;
-      bits = Step::STEP | (rule.cfa_from_rbp ? Step::FROM_RBP : 0) |
-        uint64_t(rule.cfa_offset / 8) << Step::CFA_SHIFT;
-      if (rule.rbp_saved)
-      {
-        if (rule.rbp_offset % 8 != 0 || rule.rbp_offset > -8 || rule.rbp_offset / 8 <= -64)
-          return false;
-        bits |= Step::RBP_SAVED | uint64_t(-rule.rbp_offset);
-      }
-      return true;
-    }
-
-    static int count_unloads(dl_phdr_info* info, size_t, void* out)
-    {
-      *static_cast<unsigned long long*>(out) = info->dlpi_subs;
-      return 1; // the first object says it
-    }
-
-    // An address not in the cache: its rule, from the tables, cached if it
-    // fits.
-    SNMALLOC_SLOW_PATH FrameRule rule_at_slow(uintptr_t address)
-    {
-      FrameRule rule = frame_rule_at(address);
-      uint64_t high = uint64_t(address) >> INDEX_BITS;
-      uint64_t bits;
-      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
-        entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
-      return rule;
-    }
-
-  public:
-    // A cached step: the bits of an entry whose STEP bit is set, read in
-    // place.  Bit 0: a step; 1: the CFA from rbp, not rsp; 2: rbp saved;
-    // 3-8: its slot below the CFA, in bytes (a multiple of 8, below 512);
-    // 11-28: the CFA's offset from that register, in words.  Terminal kinds
-    // are kept as their kind in bits 1-2 with bit 0 clear.
-    struct Step
-    {
-      static constexpr uint64_t STEP = 1;
-      static constexpr uint64_t FROM_RBP = 2;
-      static constexpr uint64_t RBP_SAVED = 4;
-      static constexpr uint64_t RBP_SLOT = 0x1f8;
-      static constexpr unsigned CFA_SHIFT = 11;
-      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 18) - 1;
-
-      uint64_t bits;
-
-      bool cfa_from_rbp() const
-      {
-        return (bits & FROM_RBP) != 0;
-      }
-      uintptr_t cfa_offset() const
-      {
-        return uintptr_t(bits >> (CFA_SHIFT - 3)) & (CFA_WORDS << 3);
-      }
-      bool rbp_saved() const
-      {
-        return (bits & RBP_SAVED) != 0;
-      }
-      // rbp's slot is at CFA - this.
-      uintptr_t rbp_below_cfa() const
-      {
-        return uintptr_t(bits & RBP_SLOT);
-      }
-    };
-
-    // Forget every rule if a library was unloaded since they were made.
-    // While another thread reads the count, this one trusts it: that thread
-    // may be waiting for the loader's lock held by a dlopen that allocates.
-    void check_unloads()
-    {
-      if (!reading_.try_lock())
-        return;
-      unsigned long long unloads = 0;
-      ::dl_iterate_phdr(count_unloads, &unloads);
-      if (SNMALLOC_UNLIKELY(unloads != unloads_.load(std::memory_order_relaxed)))
-      {
-        for (auto& entry : entries_)
-          entry.store(0, std::memory_order_relaxed);
-        unloads_.store(unloads, std::memory_order_relaxed);
-      }
-      reading_.unlock();
-    }
-
-    void prefork() noexcept
-    {
-      reading_.lock();
-    }
-
-    void postfork() noexcept
-    {
-      reading_.unlock();
-    }
-
-    // The cached step at `address`, true; or false and its rule in `rule`
-    // (any kind, from the cache or the tables).
-    SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)
-    {
-      uint64_t high = uint64_t(address) >> INDEX_BITS;
-      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
-      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & Step::STEP) != 0))
-      {
-        step.bits = word;
-        return true;
-      }
-      if ((word >> RULE_BITS) == high && (word & 7) != 0)
-        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
-      else
-        rule = rule_at_slow(address);
-      return false;
-    }
-  };
-
-  inline FrameRuleCache frame_rule_cache;
 
 #if defined(__x86_64__)
   // Return addresses of the frames from the one whose code is at `address`
@@ -405,7 +252,7 @@ namespace snmalloc::profile
     }
     else
     {
-      frame_rule_cache.check_unloads();
+      frame_rule_cache.start_walk();
       size_t n = walk_stack(out, max);
       return n == SIZE_MAX ? walk_stack_fully(out, max) : n;
     }
@@ -425,7 +272,7 @@ namespace snmalloc::profile
     size_t n;
     if constexpr (config::unwinder == config::Unwinder::Builtin)
     {
-      frame_rule_cache.check_unloads();
+      frame_rule_cache.start_walk();
       // Started at the hook, the walk's first address is alloc_slow's
       // return.
       n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;

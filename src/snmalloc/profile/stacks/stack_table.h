@@ -91,8 +91,8 @@ namespace snmalloc::profile
       return mix(h);
     }
 
-    // From the stack's hash, not its entry, so that both lookups' lines
-    // can be loaded at once.
+    // From the stack's hash, not its entry, so that the site's line can be
+    // loaded before the stack is found.
     static uint64_t site_hash(uint64_t stack_hash, size_t size)
     {
       return mix(stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size);
@@ -140,6 +140,23 @@ namespace snmalloc::profile
       return id + 1;
     }
 
+    static bool same_stack(const StackEntry* e, uint64_t hash, const uintptr_t* frames, size_t depth)
+    {
+      return e->hash == hash && e->depth == depth &&
+        std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0;
+    }
+
+    const StackEntry* find_or_add_stack(const uintptr_t* frames, size_t depth, uint64_t hash)
+    {
+      return reinterpret_cast<const StackEntry*>(stacks_.find_or_add(
+        hash,
+        [&](uintptr_t word) {
+          return same_stack(reinterpret_cast<const StackEntry*>(word), hash, frames, depth);
+        },
+        [&] { return reinterpret_cast<uintptr_t>(new_stack(frames, depth, hash)); },
+        os_bytes_));
+    }
+
   public:
     static constexpr uint32_t NO_ID = 0xffffffff;
 
@@ -156,26 +173,19 @@ namespace snmalloc::profile
       uint64_t sh = stack_hash(frames, depth);
       uint64_t h = site_hash(sh, object_size);
       LockGuard g(lock_);
-      stacks_.prefetch(sh);
       sites_.prefetch(h);
-      auto* stack = reinterpret_cast<const StackEntry*>(stacks_.find_or_add(
-        sh,
-        [&](uintptr_t word) {
-          auto* e = reinterpret_cast<const StackEntry*>(word);
-          return e->depth == depth &&
-            std::memcmp(e->frames, frames, depth * sizeof(uintptr_t)) == 0;
-        },
-        [&] { return reinterpret_cast<uintptr_t>(new_stack(frames, depth, sh)); },
-        os_bytes_));
-      if (stack == nullptr)
-        return NO_ID;
+      // A known site is found by its own index alone, its stack compared
+      // through it; the stacks' index is searched only for a new site.
       uintptr_t word = sites_.find_or_add(
         h,
         [&](uintptr_t w) {
           const SiteEntry& s = site(w - 1);
-          return s.stack == stack && s.object_size == object_size;
+          return s.object_size == object_size && same_stack(s.stack, sh, frames, depth);
         },
-        [&] { return new_site(stack, object_size, requested_size); },
+        [&]() -> uintptr_t {
+          const StackEntry* stack = find_or_add_stack(frames, depth, sh);
+          return stack == nullptr ? 0 : new_site(stack, object_size, requested_size);
+        },
         os_bytes_);
       if (word == 0)
         return NO_ID;

@@ -1,5 +1,5 @@
 // A library unloaded and another mapped at its addresses: the walk's rule
-// cache (profile/stacks/stack_capture.h) keeps each return address's frame rule,
+// cache (profile/stacks/frame_rule_cache.h) keeps each return address's frame rule,
 // so without forgetting them at an unload a stack through the new library
 // would be walked with the old one's frame sizes.  The two modules are
 // built from unload_lib.cc with frames of 3072 and 256 bytes at the same
@@ -9,8 +9,25 @@
 #include "support/pprof_output.h"
 #include "support/profiling.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
+#include <link.h>
+
+// Every call of dl_iterate_phdr in this process (the profiler reads the
+// loader's count of unloads through it), counted on the way to libc's.
+namespace
+{
+  std::atomic<size_t> loader_reads{0};
+}
+
+extern "C" int dl_iterate_phdr(int (*visit)(dl_phdr_info*, size_t, void*), void* data)
+{
+  using Iterate = int (*)(int (*)(dl_phdr_info*, size_t, void*), void*);
+  static Iterate libc_iterate = reinterpret_cast<Iterate>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+  loader_reads.fetch_add(1);
+  return libc_iterate(visit, data);
+}
 
 using namespace snmalloc_test;
 
@@ -86,4 +103,35 @@ TEST_CASE("a stack through a library loaded where an unloaded one was is walked 
   CHECK(found == 1);
   std::free(held);
   dlclose(second_handle);
+}
+
+TEST_CASE("a walk through the program and the libraries it needs does not ask the loader about unloads but one through a dlopened library does at every sample")
+{
+  if (snmalloc::config::unwinder != snmalloc::config::Unwinder::Builtin)
+    return; // the library walkers keep no rules
+  constexpr size_t SAMPLES = 200;
+  size_t program_reads = 0, library_reads = 0;
+  {
+    ProfilingAt profiling(1);
+    on_fresh_thread([&] {
+      Library library(UNLOAD_LIB_SMALL_FRAME);
+      // The first samples learn the rules (and which code stays loaded).
+      for (size_t i = 0; i < 8; i++)
+      {
+        std::free(unload_caller(&std::malloc));
+        std::free(unload_caller(library.allocate));
+      }
+      size_t before = loader_reads.load();
+      for (size_t i = 0; i < SAMPLES; i++)
+        std::free(unload_caller(&std::malloc));
+      program_reads = loader_reads.load() - before;
+      before = loader_reads.load();
+      for (size_t i = 0; i < SAMPLES; i++)
+        std::free(unload_caller(library.allocate));
+      library_reads = loader_reads.load() - before;
+      dlclose(library.handle);
+    });
+  }
+  CHECK(program_reads == 0);
+  CHECK(library_reads >= SAMPLES);
 }

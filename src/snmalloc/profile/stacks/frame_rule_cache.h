@@ -1,0 +1,226 @@
+#pragma once
+// Layer profile/stacks, stage "record": the cache of frame rules by address
+// that the built-in walker (stack_capture.h) steps by, and the check that
+// forgets them when a library is unloaded.
+
+#include "frame_rules.h"
+#include "permanent_code.h"
+
+#include <link.h>
+
+namespace snmalloc::profile
+{
+  // Frame rules by address, direct-mapped and shared by all threads: one
+  // 64-bit word an entry, the address's bits above the index's (user space:
+  // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
+  // entry, never half of two.  The packing is laid out for the walk, which
+  // steps by an entry's bits without unpacking them (with the rule
+  // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
+  // of 2 MiB) are read from the tables every time.  32 KiB of zeroes until
+  // a sample.  An entry for code that may be unloaded (outside
+  // PermanentCode) is marked so, and a walk uses one only after it has read
+  // the loader's count of unloads, which a walk through permanent code
+  // alone never reads.
+  class FrameRuleCache
+  {
+    static constexpr unsigned INDEX_BITS = 12;
+    static constexpr uintptr_t INDEX_MASK = (uintptr_t(1) << INDEX_BITS) - 1;
+    static constexpr unsigned RULE_BITS = 29;
+    static constexpr unsigned HIGH_BITS = 64 - RULE_BITS;
+    std::atomic<uint64_t> entries_[size_t(1) << INDEX_BITS] = {};
+    // The loader's count of unloaded objects when the entries were made:
+    // an address of an unloaded library may come back with other code.
+    std::atomic<unsigned long long> unloads_{0};
+    // Held while this reads the count: dl_iterate_phdr takes the loader's
+    // lock, which a fork() child would inherit held by a thread it does
+    // not have; prefork holds this instead.
+    SpinLock reading_;
+    PermanentCode permanent_;
+    // Whether this thread's walk under way has read the count.
+    static inline thread_local bool walk_read_unloads_ = false;
+
+    // Bits 9 and 10 of an entry, which a step's bits leave clear: the
+    // address may be unloaded, and, for such an entry, it is a step (whose
+    // STEP bit is cleared, so that the walk's one test for a usable step
+    // fails on it).
+    static constexpr uint64_t UNLOADABLE = uint64_t(1) << 9;
+    static constexpr uint64_t UNLOADABLE_STEP = uint64_t(1) << 10;
+
+    // The low bits mixed with the next ones (return addresses of one
+    // function differ in the low bits, of different libraries above them);
+    // with the high bits stored, the index gives back the low ones.
+    static size_t index(uintptr_t address)
+    {
+      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
+    }
+
+    static bool pack(const FrameRule& rule, uint64_t& bits)
+    {
+      if (rule.kind != FrameRule::Kind::Step)
+      {
+        bits = uint64_t(rule.kind) << 1; // not 0: Step is the only kind 0
+        return true;
+      }
+      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
+        return false;
+      bits = Step::STEP | (rule.cfa_from_rbp ? Step::FROM_RBP : 0) |
+        uint64_t(rule.cfa_offset / 8) << Step::CFA_SHIFT;
+      if (rule.rbp_saved)
+      {
+        if (rule.rbp_offset % 8 != 0 || rule.rbp_offset > -8 || rule.rbp_offset / 8 <= -64)
+          return false;
+        bits |= Step::RBP_SAVED | uint64_t(-rule.rbp_offset);
+      }
+      return true;
+    }
+
+    static int count_unloads(dl_phdr_info* info, size_t, void* out)
+    {
+      *static_cast<unsigned long long*>(out) = info->dlpi_subs;
+      return 1; // the first object says it
+    }
+
+    // An address not in the cache: its rule, from the tables, cached if it
+    // fits.
+    SNMALLOC_SLOW_PATH FrameRule rule_at_slow(uintptr_t address)
+    {
+      FrameRule rule = frame_rule_at(address);
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t bits;
+      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
+      {
+        if (!permanent_.contains(address))
+          bits = (bits & Step::STEP) != 0 ? (bits ^ Step::STEP) | UNLOADABLE | UNLOADABLE_STEP :
+                                            bits | UNLOADABLE;
+        entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
+      }
+      return rule;
+    }
+
+  public:
+    // A cached step: the bits of an entry whose STEP bit is set, read in
+    // place.  Bit 0: a step; 1: the CFA from rbp, not rsp; 2: rbp saved;
+    // 3-8: its slot below the CFA, in bytes (a multiple of 8, below 512);
+    // 11-28: the CFA's offset from that register, in words.  Terminal kinds
+    // are kept as their kind in bits 1-2 with bit 0 clear.  Bits 9-10 mark
+    // code that may be unloaded (UNLOADABLE, UNLOADABLE_STEP).
+    struct Step
+    {
+      static constexpr uint64_t STEP = 1;
+      static constexpr uint64_t FROM_RBP = 2;
+      static constexpr uint64_t RBP_SAVED = 4;
+      static constexpr uint64_t RBP_SLOT = 0x1f8;
+      static constexpr unsigned CFA_SHIFT = 11;
+      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 18) - 1;
+
+      uint64_t bits;
+
+      bool cfa_from_rbp() const
+      {
+        return (bits & FROM_RBP) != 0;
+      }
+      uintptr_t cfa_offset() const
+      {
+        return uintptr_t(bits >> (CFA_SHIFT - 3)) & (CFA_WORDS << 3);
+      }
+      bool rbp_saved() const
+      {
+        return (bits & RBP_SAVED) != 0;
+      }
+      // rbp's slot is at CFA - this.
+      uintptr_t rbp_below_cfa() const
+      {
+        return uintptr_t(bits & RBP_SLOT);
+      }
+    };
+
+    // Forget every rule if a library was unloaded since they were made.
+    // While another thread reads the count, this one trusts it: that thread
+    // may be waiting for the loader's lock held by a dlopen that allocates.
+    void check_unloads()
+    {
+      walk_read_unloads_ = true;
+      if (!reading_.try_lock())
+        return;
+      if (!permanent_.learned())
+        permanent_.learn();
+      unsigned long long unloads = 0;
+      ::dl_iterate_phdr(count_unloads, &unloads);
+      if (SNMALLOC_UNLIKELY(unloads != unloads_.load(std::memory_order_relaxed)))
+      {
+        for (auto& entry : entries_)
+          entry.store(0, std::memory_order_relaxed);
+        unloads_.store(unloads, std::memory_order_relaxed);
+      }
+      reading_.unlock();
+    }
+
+    // Before a walk: its entries for code that may be unloaded wait for a
+    // read of the unload count, which the first walks make at once (until
+    // the permanent code is known, every new entry is marked unloadable).
+    void start_walk()
+    {
+      walk_read_unloads_ = false;
+      if (SNMALLOC_UNLIKELY(!permanent_.learned()))
+        check_unloads();
+    }
+
+    void prefork() noexcept
+    {
+      reading_.lock();
+    }
+
+    void postfork() noexcept
+    {
+      reading_.unlock();
+    }
+
+  private:
+    // Neither a step nor a terminal rule in permanent code: an entry for
+    // code that may be unloaded (after the walk's first such entry has it
+    // read the unload count), or an address not cached.
+    SNMALLOC_SLOW_PATH bool step_at_slow(uintptr_t address, Step& step, FrameRule& rule)
+    {
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      std::atomic<uint64_t>& entry = entries_[index(address)];
+      uint64_t word = entry.load(std::memory_order_relaxed);
+      if ((word >> RULE_BITS) == high && (word & UNLOADABLE) != 0 && !walk_read_unloads_)
+      {
+        check_unloads();
+        word = entry.load(std::memory_order_relaxed);
+      }
+      if ((word >> RULE_BITS) == high && (word & UNLOADABLE_STEP) != 0)
+      {
+        step.bits = word;
+        return true;
+      }
+      if ((word >> RULE_BITS) == high && (word & 7) != 0)
+        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
+      else
+        rule = rule_at_slow(address);
+      return false;
+    }
+
+  public:
+    // The cached step at `address`, true; or false and its rule in `rule`
+    // (any kind, from the cache or the tables).
+    SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)
+    {
+      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
+      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & Step::STEP) != 0))
+      {
+        step.bits = word;
+        return true;
+      }
+      if ((word >> RULE_BITS) == high && (word & UNLOADABLE) == 0 && (word & 7) != 0)
+      {
+        rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
+        return false;
+      }
+      return step_at_slow(address, step, rule);
+    }
+  };
+
+  inline FrameRuleCache frame_rule_cache;
+} // namespace snmalloc::profile
