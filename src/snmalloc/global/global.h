@@ -1,6 +1,8 @@
 #pragma once
 // Umbrella of layer global: thread-local allocators, the allocator pool,
 // thread exit and fork handling, and the C++ front (alloc, dealloc,
-// alloc_size, aligned variants), the heap statistics (stats.h).
+// alloc_size, aligned variants), the heap statistics (stats.h), the
+// allocation labels' C++ API (labels.h).
 #include "api.h"
+#include "labels.h"
 #include "stats.h"

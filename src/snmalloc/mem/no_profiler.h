@@ -27,6 +27,8 @@
 //   own_bytes()                          statistics: the profiler's own memory
 //   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
+//   push_label(key, value), pop_label()  the program sets allocation labels
+//                                        (global/labels.h); 0 or an errno
 //   prefork(), postfork()                fork: the profiler's locks held across it
 // The malloc and free fast paths call none of them.  NoProfiler defines
 // each as a no-op that the compiler removes.
@@ -111,5 +113,16 @@ namespace snmalloc
     }
 
     static void recount_pool_slabs() {}
+
+    // Without profiling, labels are accepted and kept nowhere.
+    static int push_label(const char*, const char*)
+    {
+      return 0;
+    }
+
+    static int pop_label()
+    {
+      return 0;
+    }
   };
 } // namespace snmalloc
