@@ -2,17 +2,25 @@
 // sampled (rate=1), so each count is exact: nested labels pushed and
 // popped through the C API (and what it returns for bad input), labels of
 // a thread that exits before the dump, of objects freed on another thread,
-// in the peak and lifetime profiles, and sets cut at their limits.
+// in the peak and lifetime profiles, over HTTP (a window's difference kept
+// apart by label), and sets cut at their limits.
 #include "support/files.h"
 #include "support/pprof_output.h"
 #include "support/pprof_runner.h"
 #include "support/profiling.h"
 
+#include <arpa/inet.h>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <netinet/in.h>
 #include <snmalloc/snmalloc.h>
 #include <snmalloc/snmalloc_profile.h>
 #include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace snmalloc_test;
 
@@ -35,6 +43,33 @@ namespace
     auto found = values.find(function);
     return found == values.end() ? 0 : found->second;
   }
+
+  // GET `path` from the endpoint on 127.0.0.1:port into the file `out`,
+  // the body only; `sent` is called once the request is written.
+  template<typename Sent>
+  void http_get_to_file(uint16_t port, const std::string& path, const std::string& out, Sent&& sent)
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(::write(fd, request.data(), request.size()) == ssize_t(request.size()));
+    sent();
+    std::string response;
+    char buffer[65536];
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;)
+      response.append(buffer, size_t(got));
+    ::close(fd);
+    size_t body = response.find("\r\n\r\n");
+    INFO("response head: " << response.substr(0, 200));
+    REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE(body != std::string::npos);
+    std::ofstream(out, std::ios::binary) << response.substr(body + 4);
+  }
 } // namespace
 
 __attribute__((noinline)) Node* nested_site(size_t n)
@@ -48,6 +83,11 @@ __attribute__((noinline)) Node* exited_thread_site(size_t n)
 }
 
 __attribute__((noinline)) Node* handed_site(size_t n)
+{
+  return allocate_chain(SIZE, n);
+}
+
+__attribute__((noinline)) Node* served_site(size_t n)
 {
   return allocate_chain(SIZE, n);
 }
@@ -172,6 +212,39 @@ TEST_CASE("labels: the peak profile keeps the labels of the peak")
   int64_t at_peak = inuse(peak, "nested_site", "-tagfocus=phase=load");
   CHECK(at_peak >= 400 - 400 / 32 - 16);
   CHECK(at_peak <= 400);
+}
+
+TEST_CASE("labels: served over HTTP, a window's difference apart by label")
+{
+  TempDir dir;
+  std::string heap = dir.file("served.pb.gz"), window = dir.file("window.pb.gz");
+  Node* held[2] = {};
+  ProfilingAt exact(1);
+  uint16_t port = 0;
+  REQUIRE(snmalloc_profile_http_start(":0", &port) == 0);
+  on_fresh_thread([&] {
+    snmalloc::profile::ScopedLabel label("tenant", "before");
+    held[0] = served_site(31);
+  });
+  // Objects of another tenant allocated inside a 2-second window: the
+  // difference has them and none of the first tenant's.
+  http_get_to_file(port, "/debug/pprof/heap?seconds=2", window, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    on_fresh_thread([&] {
+      snmalloc::profile::ScopedLabel label("tenant", "during");
+      held[1] = served_site(43);
+    });
+  });
+  http_get_to_file(port, "/debug/pprof/heap", heap, [] {});
+  CHECK(snmalloc_profile_http_stop() == 0);
+  CHECK(inuse(heap, "served_site", "-tagfocus=tenant=before") == 31);
+  CHECK(inuse(heap, "served_site", "-tagfocus=tenant=during") == 43);
+  CHECK(inuse(window, "served_site", "-tagfocus=tenant=during") == 43);
+  CHECK(count_of(window, "served_site", "alloc_objects", "-tagfocus=tenant=during") == 43);
+  CHECK(inuse(window, "served_site", "-tagfocus=tenant=before") == 0);
+  CHECK(count_of(window, "served_site", "alloc_objects", "-tagfocus=tenant=before") == 0);
+  for (Node* h : held)
+    free_chain(h);
 }
 
 TEST_CASE("labels: sets past their limits are cut, and the profile says so")
