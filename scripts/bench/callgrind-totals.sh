@@ -25,6 +25,9 @@
 #   CHECK      workloads to run a second time for the determinism check
 #              (default "churn"; "" to skip)
 #   KEEP=1     keep the callgrind output folder (its path is printed)
+#   PROFILE_PRELOAD  a library preloaded before the profiling shim in the
+#              profiled runs (e.g. $BUILD/src/test/perf/profile/
+#              libperf-label-every-thread.so: every thread labelled)
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -71,7 +74,7 @@ run() {
   mkdir -p "$dir"
   local -a env_args=(LD_PRELOAD="$plain_lib")
   if [ "$variant" = profile ]; then
-    env_args=(LD_PRELOAD="$profile_lib" SNMALLOC_PROFILE=rate=524288)
+    env_args=(LD_PRELOAD="${PROFILE_PRELOAD:+$PROFILE_PRELOAD:}$profile_lib" SNMALLOC_PROFILE=rate=524288)
   fi
   # shellcheck disable=SC2086 # ARGS values are word lists
   if ! (cd "$dir" && env "${env_args[@]}" valgrind --tool=callgrind \

@@ -65,6 +65,20 @@ int snmalloc_profile_dump_lifetimes_fd(int fd);
    nothing changes), EAGAIN if the dump helper thread cannot start. */
 int snmalloc_profile_configure(const char* settings);
 
+/* Allocation labels: until popped, the calling thread's allocations are
+   labelled key=value in the heap, allocs, peak and lifetime profiles
+   (pprof string labels: go tool pprof -tagfocus=key=value, -tagshow=key).
+   Nestable; an inner label of the same key hides the outer one.  A sample
+   keeps its labels whichever thread frees it and after its thread exits.
+   Push: 0; E2BIG when the set lost something (past 8 labels, a key or value
+   over 64 bytes cut, or the process's 65536 label sets used up): the push
+   stands and is popped as any other; EINVAL for a NULL or empty key or a
+   NULL value, pushing nothing.  Pop: 0; EINVAL when nothing is pushed.
+   Exported by every shim library: built without SNMALLOC_PROFILE, both
+   keep nothing and return 0. */
+int snmalloc_profile_label_push(const char* key, const char* value);
+int snmalloc_profile_label_pop(void);
+
 /* Serve the profiles and statistics over HTTP until
    snmalloc_profile_http_stop() or exit: /debug/pprof/heap, /allocs, /peak,
    /lifetimes (gzipped pprof; heap, allocs and lifetimes take ?seconds=N),

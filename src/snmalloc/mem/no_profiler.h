@@ -31,6 +31,8 @@
 //   samples_dropped()                    statistics: samples lost to out of memory
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
 //   visit_samples(visitor)               census: every live sampled object
+//   push_label(key, value), pop_label()  the program sets allocation labels
+//                                        (global/labels.h); 0 or an errno
 //   prefork(), postfork()                fork: the profiler's locks held across it
 // The malloc and free fast paths call none of them.  NoProfiler defines
 // each as a no-op that the compiler removes.
@@ -135,5 +137,16 @@ namespace snmalloc
     static void recount_pool_slabs() {}
 
     static void visit_samples(HeapVisitor) {}
+
+    // Without profiling, labels are accepted and kept nowhere.
+    static int push_label(const char*, const char*)
+    {
+      return 0;
+    }
+
+    static int pop_label()
+    {
+      return 0;
+    }
   };
 } // namespace snmalloc

@@ -84,6 +84,10 @@ namespace snmalloc
     template<typename P, typename Core>
     using VisitSamples = decltype(P::visit_samples(HeapVisitor{}));
     template<typename P, typename Core>
+    using PushLabel = Returns<int, decltype(P::push_label(ref<const char*>(), ref<const char*>()))>;
+    template<typename P, typename Core>
+    using PopLabel = Returns<int, decltype(P::pop_label())>;
+    template<typename P, typename Core>
     using Prefork = decltype(P::prefork());
     template<typename P, typename Core>
     using Postfork = decltype(P::postfork());
@@ -118,6 +122,9 @@ namespace snmalloc
     static_assert(has<SamplesDropped, P>::value, "profiler: static samples_dropped() -> uint64_t");
     static_assert(has<RecountPoolSlabs, P>::value, "profiler: static recount_pool_slabs()");
     static_assert(has<VisitSamples, P>::value, "profiler: static visit_samples(HeapVisitor)");
+    static_assert(
+      has<PushLabel, P>::value, "profiler: static push_label(const char*, const char*) -> int");
+    static_assert(has<PopLabel, P>::value, "profiler: static pop_label() -> int");
     static_assert(has<Prefork, P>::value, "profiler: static prefork()");
     static_assert(has<Postfork, P>::value, "profiler: static postfork()");
     return true;

@@ -180,7 +180,8 @@ namespace snmalloc::profile
         duration,
         settings.samples_dropped.load(std::memory_order_relaxed),
         m,
-        default_sample_type};
+        default_sample_type,
+        label_sets.truncated_samples()};
     }
 
     // A profile of `rows` stamped with `when`, covering `duration`

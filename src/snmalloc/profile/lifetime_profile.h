@@ -22,13 +22,14 @@ namespace snmalloc::profile
       const uintptr_t* frames;
       uint32_t depth;
       uint64_t object_size;
+      uint32_t labels;
     };
 
     inline std::vector<SiteStack> site_stacks()
     {
       std::vector<SiteStack> sites;
       stack_table.for_each([&](const SiteEntry& e) {
-        sites.push_back({e.stack->frames, e.stack->depth, e.object_size});
+        sites.push_back({e.stack->frames, e.stack->depth, e.object_size, e.labels});
       });
       return sites;
     }
@@ -71,7 +72,7 @@ namespace snmalloc::profile
             row_key(site, b, other, false),
             LifetimeRow{
               at.frames, at.depth, at.object_size, uint32_t(b), false, other, c.objects,
-              c.lifetime_ns});
+              c.lifetime_ns, at.labels});
         }
       }
     }
@@ -95,7 +96,8 @@ namespace snmalloc::profile
       const SiteStack& at = sites[s.site_id];
       auto [it, inserted] = rows.try_emplace(
         row_key(s.site_id, b, false, true),
-        LifetimeRow{at.frames, at.depth, at.object_size, uint32_t(b), true, false, 0, 0});
+        LifetimeRow{
+          at.frames, at.depth, at.object_size, uint32_t(b), true, false, 0, 0, at.labels});
       double w = sample_weight(s.mode, s.allocated_size, s.interval);
       it->second.objects += w;
       it->second.total_ns += w * double(age);

@@ -8,6 +8,7 @@
 #include "samples/lifetime_stats.h"
 #include "guard/guard_report.h"
 #include "samples/profile_pool.h"
+#include "core/label_sets.h"
 #include "core/sampler.h"
 
 #include <sys/syscall.h>
@@ -42,7 +43,10 @@ namespace snmalloc::profile
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(rate.mode, size, rate.interval);
-    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size));
+    uint32_t labels = thread_labels.current;
+    if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
+      label_sets.count_truncated_sample();
+    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size), labels);
     SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
     {
@@ -430,6 +434,16 @@ namespace snmalloc::profile
       });
     }
 
+    static int push_label(const char* key, const char* value)
+    {
+      return thread_labels.push(key, value);
+    }
+
+    static int pop_label()
+    {
+      return thread_labels.pop();
+    }
+
     // Hold every profiler lock across fork() (see global/thread_alloc.h).
     // The event ring's lock first: its holder may read the stack table.
     static void prefork()
@@ -438,6 +452,7 @@ namespace snmalloc::profile
       peak_profile.prefork();
       stack_table.prefork();
       lifetime_table.prefork();
+      label_sets.prefork();
       sample_lists.prefork();
       profile_pool.prefork();
       guarded_slots.prefork();
@@ -452,6 +467,7 @@ namespace snmalloc::profile
       guarded_slots.postfork();
       profile_pool.postfork();
       sample_lists.postfork();
+      label_sets.postfork();
       lifetime_table.postfork();
       stack_table.postfork();
       peak_profile.postfork();

@@ -48,7 +48,7 @@ namespace snmalloc::profile
     stack_table.for_each([&](const SiteEntry& e) {
       b.rows.push_back(ProfileBucket{
         e.stack->frames, e.stack->depth, e.object_size, e.alloc_objects, e.alloc_bytes, 0, 0,
-        e.requested_size});
+        e.requested_size, 0, e.labels});
     });
     size_t entries = b.rows.size();
     // (site, thread, requested size) -> row
@@ -64,7 +64,7 @@ namespace snmalloc::profile
         const ProfileBucket& entry = b.rows[s.site_id];
         b.rows.push_back(ProfileBucket{
           entry.frames, entry.depth, entry.object_size, 0, 0, 0, 0, s.requested_size,
-          s.thread_id});
+          s.thread_id, entry.labels});
       }
       double w = sample_weight(s.mode, s.allocated_size, s.interval);
       b.rows[it->second].inuse_objects += w;

@@ -28,10 +28,12 @@ use std::path::Path;
 use snmalloc_prof_sys as sys;
 
 mod events;
+mod labels;
 mod sample;
 mod snapshot;
 
 pub use events::{Drain, Event, EventKind, EventReader};
+pub use labels::with_label;
 pub use sample::Sample;
 pub use snapshot::{snapshot, Snapshot, SnapshotIter};
 

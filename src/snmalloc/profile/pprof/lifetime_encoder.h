@@ -12,7 +12,8 @@
 //
 // A row of freed objects has labels lifetime=<bucket> ("<1us" .. ">=1h")
 // and freed_by=same_thread or freed_by=other_thread; a row of live ones,
-// age=<bucket>.  Both have bytes=N, the site's object size.
+// age=<bucket>.  Both have bytes=N, the site's object size, and the site's
+// allocation labels.
 
 #include "pprof_encoder.h"
 
@@ -30,6 +31,7 @@ namespace snmalloc::profile
     bool freed_by_other_thread;
     double objects; // weighted, rounded when encoded
     double total_ns; // summed lifetimes or ages, weighted
+    uint32_t labels = NO_LABELS; // the allocation labels' set
   };
 
   namespace detail
@@ -60,6 +62,7 @@ namespace snmalloc::profile
           write_label(keys.lifetime, bucket_names[row.bucket]);
           write_label(keys.freed_by, row.freed_by_other_thread ? "other_thread" : "same_thread");
         }
+        write_allocation_labels(row.labels);
         writer.end_message(sample);
       }
 

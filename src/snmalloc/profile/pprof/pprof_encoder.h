@@ -6,7 +6,8 @@
 //   samples      one per bucket: [alloc_objects, alloc_space, inuse_objects,
 //                inuse_space], location ids innermost first, labels bytes=N,
 //                requested=N (bytes) and, on rows of live objects, thread=N
-//                (the allocating thread's OS id)
+//                (the allocating thread's OS id); and the allocation labels
+//                in force at the sample (core/label_sets.h), as string labels
 //   locations    one per distinct return address; address = return - 1,
 //                so it points into the call instruction
 //   functions    one per distinct name: name demangled, system_name as in
@@ -39,6 +40,7 @@
 
 #include "../base/float_math.h"
 #include "protobuf_writer.h"
+#include "../core/label_sets.h"
 #include "../core/sample_mode.h"
 #include "../symbols/symbolize.h"
 
@@ -64,6 +66,7 @@ namespace snmalloc::profile
     uint64_t requested_size = 0;
     // OS id of the allocating thread (the `thread` label); 0: unknown.
     uint64_t thread_id = 0;
+    uint32_t labels = NO_LABELS; // the allocation labels' set
   };
 
   struct ProfileHeader
@@ -75,6 +78,8 @@ namespace snmalloc::profile
     SampleMode mode = SampleMode::Bytes; // Said by the period type and a comment.
     // What pprof shows unless told otherwise (/debug/pprof/allocs: alloc_space).
     const char* default_sample_type = "inuse_space";
+    // Samples taken under a label set that lost labels; said in a comment.
+    uint64_t labels_truncated = 0;
   };
 
   // Functions that are the allocator itself, for pprof's drop_frames: pprof
@@ -245,6 +250,38 @@ namespace snmalloc::profile
         writer.end_message(label);
       }
 
+      // Per label set, its labels' (key, value) string indices, worked out
+      // once: label_strings[first, first + 2 * count).
+      struct SetStrings
+      {
+        size_t first, count;
+      };
+      std::vector<int64_t> label_strings;
+      std::unordered_map<uint32_t, SetStrings> set_strings;
+
+      void write_allocation_labels(uint32_t set)
+      {
+        if (set == NO_LABELS)
+          return;
+        auto [found, inserted] = set_strings.try_emplace(set, SetStrings{label_strings.size(), 0});
+        SetStrings& at = found->second;
+        if (inserted)
+        {
+          label_sets.for_each_label(set, [&](std::string_view key, std::string_view value) {
+            label_strings.push_back(strings.intern(key));
+            label_strings.push_back(strings.intern(value));
+            at.count++;
+          });
+        }
+        for (size_t i = 0; i < at.count; i++)
+        {
+          size_t label = writer.begin_message(sample_field::label);
+          writer.int64_field(label_field::key, label_strings[at.first + 2 * i]);
+          writer.int64_field(label_field::str, label_strings[at.first + 2 * i + 1]);
+          writer.end_message(label);
+        }
+      }
+
       void write_sample(const ProfileBucket& bucket, const LabelKeys& keys)
       {
         const uint64_t* locations = stack_locations(bucket.frames, bucket.depth);
@@ -262,6 +299,7 @@ namespace snmalloc::profile
           write_label(keys.requested, bucket.requested_size, keys.unit);
         if (bucket.thread_id != 0)
           write_label(keys.thread, bucket.thread_id, 0);
+        write_allocation_labels(bucket.labels);
         writer.end_message(sample);
       }
 
@@ -419,6 +457,14 @@ namespace snmalloc::profile
         {
           std::string note = "samples dropped (out of memory): " +
             std::to_string(header.samples_dropped);
+          writer.int64_field(profile_field::comment, strings.intern(note));
+        }
+        if (header.labels_truncated != 0)
+        {
+          std::string note = "samples whose allocation labels were truncated (at most " +
+            std::to_string(MAX_LABEL_KEYS) + " labels, keys and values of " +
+            std::to_string(MAX_LABEL_TEXT) + " bytes, " + std::to_string(MAX_LABEL_SETS) +
+            " label sets): " + std::to_string(header.labels_truncated);
           writer.int64_field(profile_field::comment, strings.intern(note));
         }
         writer.int64_field(profile_field::default_sample_type, strings.intern(header.default_sample_type));

@@ -3,7 +3,8 @@
 // /debug/pprof/heap?seconds=N, as Go's net/http/pprof computes it (the
 // first profile scaled by -1 and merged into the second): rows are matched
 // on everything the encoder writes for a row other than its values, the
-// stack's return addresses and the labels bytes, requested and thread.
+// stack's return addresses and the labels bytes, requested, thread and the
+// allocation labels' set.
 // So a live row (per site, requested size and allocating thread, with a
 // thread label) is matched with the same thread's row, and a cumulative
 // row (per site, no thread label) with the site's whatever its requested
@@ -33,7 +34,7 @@ namespace snmalloc::profile
         const ProfileBucket& a = *row;
         const ProfileBucket& b = *o.row;
         return a.depth == b.depth && a.object_size == b.object_size &&
-          a.thread_id == b.thread_id &&
+          a.thread_id == b.thread_id && a.labels == b.labels &&
           (a.thread_id == 0 || a.requested_size == b.requested_size) &&
           (a.frames == b.frames ||
            std::equal(a.frames, a.frames + a.depth, b.frames));
@@ -48,7 +49,7 @@ namespace snmalloc::profile
         // Cumulative rows (thread 0) match whatever their requested size.
         uint64_t requested = r.thread_id == 0 ? 0 : r.requested_size;
         uint64_t h = r.object_size * 0x9e3779b97f4a7c15ULL ^ requested ^
-          (r.thread_id << 40) ^ r.depth;
+          (r.thread_id << 40) ^ r.depth ^ uint64_t(r.labels) << 20;
         for (uint32_t i = 0; i < r.depth; i++)
           h = (h ^ r.frames[i]) * 0x100000001b3ULL;
         return size_t(h ^ (h >> 29));

@@ -7,7 +7,7 @@
 // costs tens of bytes however deep its stack.
 //
 // Stacks and sites are separate so that a sample at a known call site with
-// a new object size finds its stack warm and adds one 40-byte site at the
+// a new object size finds its stack warm and adds one 48-byte site at the
 // end of the site array, not a whole entry with its frames.  Sites are not
 // keyed by the requested size: on a workload of varied sizes nearly every
 // sample asks for a size never seen before, so keyed by it the table would
@@ -16,6 +16,10 @@
 // miss in a growing index.  A site keeps the one size all its allocations
 // requested, or 0 (unknown) once two differed; a live object's own
 // requested size is in its record.
+//
+// A site is also keyed by the allocation labels in force at the sample
+// (core/label_sets.h): a sample's record carries its labels in its site id,
+// and the cumulative counts of a site split by them.
 //
 // Entries are immortal, so ids and frame pointers stay valid for the life of
 // the process (the raw sample stream hands them out).  The table's memory
@@ -43,6 +47,7 @@ namespace snmalloc::profile
     uint64_t requested_size;
     double alloc_objects;
     double alloc_bytes;
+    uint32_t labels; // the label set's id (label_sets.h)
   };
 
   class StackTable
@@ -51,7 +56,7 @@ namespace snmalloc::profile
     // fill: small enough that the first reservation is under 1 MiB.
     static constexpr size_t STACK_BLOCK = size_t(1) << 18;
     // Sites by id: blocks of a power of two of them, found in a fixed table
-    // (2^13 sites of 40 bytes a block, 2^25 sites at most).
+    // (2^13 sites of 48 bytes a block, 2^25 sites at most).
     static constexpr size_t SITE_BLOCK_BITS = 13;
     static constexpr size_t SITE_BLOCKS = 4096;
 
@@ -93,9 +98,9 @@ namespace snmalloc::profile
 
     // From the stack's hash, not its entry, so that the site's line can be
     // loaded before the stack is found.
-    static uint64_t site_hash(uint64_t stack_hash, size_t size)
+    static uint64_t site_hash(uint64_t stack_hash, size_t size, uint32_t labels)
     {
-      return mix(stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size);
+      return mix(stack_hash * 0xc4ceb9fe1a85ec53ULL ^ size ^ uint64_t(labels) << 40);
     }
 
     SiteEntry& site(size_t id)
@@ -123,7 +128,8 @@ namespace snmalloc::profile
     }
 
     // The new site's id + 1, 0 when out of memory.
-    uintptr_t new_site(const StackEntry* stack, size_t object_size, size_t requested_size)
+    uintptr_t new_site(
+      const StackEntry* stack, size_t object_size, size_t requested_size, uint32_t labels)
     {
       size_t id = sites_.count();
       size_t block = id >> SITE_BLOCK_BITS;
@@ -136,7 +142,7 @@ namespace snmalloc::profile
         if (site_blocks_[block] == nullptr)
           return 0;
       }
-      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0};
+      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0, labels};
       return id + 1;
     }
 
@@ -168,10 +174,11 @@ namespace snmalloc::profile
       size_t object_size,
       size_t requested_size,
       double objects,
-      double bytes)
+      double bytes,
+      uint32_t labels = 0)
     {
       uint64_t sh = stack_hash(frames, depth);
-      uint64_t h = site_hash(sh, object_size);
+      uint64_t h = site_hash(sh, object_size, labels);
       LockGuard g(lock_);
       sites_.prefetch(h);
       // A known site is found by its own index alone, its stack compared
@@ -180,11 +187,12 @@ namespace snmalloc::profile
         h,
         [&](uintptr_t w) {
           const SiteEntry& s = site(w - 1);
-          return s.object_size == object_size && same_stack(s.stack, sh, frames, depth);
+          return s.object_size == object_size && s.labels == labels &&
+            same_stack(s.stack, sh, frames, depth);
         },
         [&]() -> uintptr_t {
           const StackEntry* stack = find_or_add_stack(frames, depth, sh);
-          return stack == nullptr ? 0 : new_site(stack, object_size, requested_size);
+          return stack == nullptr ? 0 : new_site(stack, object_size, requested_size, labels);
         },
         os_bytes_);
       if (word == 0)

@@ -1,12 +1,15 @@
 // The C++ front: snmalloc::alloc, alloc_aligned, dealloc (plain and sized)
-// and alloc_size, and that it shares one heap with malloc.
+// and alloc_size, and that it shares one heap with malloc; the allocation
+// labels' API, which every build has.
 #include "support/alloc_checks.h"
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <malloc.h>
 #include <set>
 #include <snmalloc/snmalloc.h>
+#include <snmalloc/snmalloc_profile.h>
 #include <vector>
 
 using namespace snmalloc_test;
@@ -85,4 +88,24 @@ TEST_CASE("snmalloc-api-shares-heap-with-malloc")
     CHECK(snmalloc::alloc_size(p) == malloc_usable_size(p));
     snmalloc::dealloc(p, n);
   }
+}
+
+// Allocation labels are part of the API in every build: with profiling they
+// are checked and kept (func-profile-labels reads them back); without, every
+// call is accepted, keeps nothing and returns 0.
+TEST_CASE("allocation-labels-exist-in-every-build")
+{
+  const int refused = snmalloc::Profiler::enabled ? EINVAL : 0;
+  {
+    snmalloc::profile::ScopedLabel outer("tenant", "acme");
+    snmalloc::profile::ScopedLabel inner("request", "r1");
+    void* p = std::malloc(100);
+    REQUIRE(p != nullptr);
+    std::free(p);
+  }
+  CHECK(snmalloc::profile::pop_label() == refused);
+  CHECK(snmalloc_profile_label_push(nullptr, "v") == refused);
+  CHECK(snmalloc_profile_label_push("k", "v") == 0);
+  CHECK(snmalloc_profile_label_pop() == 0);
+  CHECK(snmalloc_profile_label_pop() == refused);
 }

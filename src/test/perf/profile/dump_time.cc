@@ -5,6 +5,11 @@
 // same profile fetched five times from the HTTP endpoint
 // (/debug/pprof/heap on loopback), each timed from connect to the last
 // byte.  Needs a profiling build; see docs/performance.md.
+//
+//   perf-dump-time [PATH [TENANTS]]
+// With TENANTS > 0, sample i is allocated under the label
+// tenant=t<i % TENANTS>: a site per (stack, tenant) pair that occurs, 5,000
+// of them when TENANTS divides 5,000, up to 5,000 * TENANTS otherwise.
 #include <snmalloc/snmalloc.h>
 #include <snmalloc/snmalloc_profile.h>
 
@@ -100,10 +105,19 @@ namespace
 int main(int argc, char** argv)
 {
   const char* path = argc > 1 ? argv[1] : "dump-time.pb.gz";
+  int tenants = argc > 2 ? std::atoi(argv[2]) : 0;
   keep.reserve(200000);
   snmalloc::profile::start(1);
   for (int i = 0; i < 100000; i++)
+  {
+    char tenant[16];
+    std::snprintf(tenant, sizeof(tenant), "t%d", tenants > 0 ? i % tenants : 0);
+    if (tenants > 0)
+      snmalloc::profile::push_label("tenant", tenant);
     a(i % 5000, 70);
+    if (tenants > 0)
+      snmalloc::profile::pop_label();
+  }
   snmalloc::profile::stop();
   if (!timed_dumps("dump-time", [&] { return snmalloc::profile::dump(path); }))
     return 1;
