@@ -95,6 +95,8 @@ extern "C" {
     pub fn snmalloc_profile_dump_peak(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_peak_fd(fd: c_int) -> c_int;
     /// The lifetime profile, to a path or a descriptor.
+    pub fn snmalloc_profile_dump_footprint(path: *const c_char) -> c_int;
+    pub fn snmalloc_profile_dump_footprint_fd(fd: c_int) -> c_int;
     pub fn snmalloc_profile_dump_lifetimes(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_lifetimes_fd(fd: c_int) -> c_int;
     /// Profiling and its automatic dumps from SNMALLOC_PROFILE-style text;

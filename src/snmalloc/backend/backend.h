@@ -241,6 +241,14 @@ namespace snmalloc
       return {in_use_bytes_, meta_bytes_, initialised_ ? buddy_.dirty_bytes() : 0};
     }
 
+    // How far from the arena's base chunks were ever handed out, for walks
+    // over every chunk (mem/chunk_walk.h).
+    size_t carved_bytes() noexcept
+    {
+      LockGuard g(lock_);
+      return initialised_ ? buddy_.carved_bytes() : 0;
+    }
+
     // fork(): hold the lock across the fork so the child sees consistent lists.
     void prefork() noexcept
     {

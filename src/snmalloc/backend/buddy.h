@@ -206,6 +206,12 @@ namespace snmalloc
       return dirty_chunks_ << config::CHUNK_BITS;
     }
 
+    // The arena's bytes below the frontier: every chunk ever handed out.
+    size_t carved_bytes() const
+    {
+      return frontier_ << config::CHUNK_BITS;
+    }
+
     Block alloc(size_t order)
     {
       if (order > MAX_ORDER)
