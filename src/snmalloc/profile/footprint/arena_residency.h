@@ -27,9 +27,10 @@ namespace snmalloc::profile
 
     // Objects out of slabs and unsampled large runs, bytes resident.
     size_t live_bytes = 0;
-    // Per sizeclass: free slots and slack of slabs with objects out.
+    // Per sizeclass: free slots and slack of slabs with objects out, and
+    // slabs with none out, kept for reuse.
     std::array<size_t, NUM_SMALL_CLASSES> free_slot_bytes{};
-    size_t empty_slab_bytes = 0;
+    std::array<size_t, NUM_SMALL_CLASSES> empty_slab_bytes{};
     size_t free_block_bytes = 0; // freed chunks (empty slabs, large runs)
     size_t meta_bytes = 0;
     size_t pool_slab_bytes = 0; // profile pool: sampled small objects, records
@@ -48,7 +49,7 @@ namespace snmalloc::profile
       size_t live = out < resident ? out : resident;
       live_bytes += live;
       if (out == 0)
-        empty_slab_bytes += resident;
+        empty_slab_bytes[sc] += resident;
       else
         free_slot_bytes[sc] += resident - live;
     }

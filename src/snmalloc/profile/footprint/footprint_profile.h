@@ -120,12 +120,11 @@ namespace snmalloc::profile
         rows, "snmalloc: live objects off the samples' estimate: fast lists, sampling error",
         exact_live - sampled.estimate);
       for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
-        add_named(
-          rows,
-          "snmalloc: free slots in partly used slabs, " +
-            std::to_string(sizeclass_to_size(sc)) + " B objects",
-          double(a.free_slot_bytes[sc]));
-      add_named(rows, "snmalloc: empty slabs kept for reuse", double(a.empty_slab_bytes));
+      {
+        std::string objects = std::to_string(sizeclass_to_size(sc)) + " B objects";
+        add_named(rows, "snmalloc: free slots in partly used slabs, " + objects, double(a.free_slot_bytes[sc]));
+        add_named(rows, "snmalloc: empty slabs kept for reuse, " + objects, double(a.empty_slab_bytes[sc]));
+      }
       add_named(rows, "snmalloc: freed chunks still resident: slabs, large runs", double(a.free_block_bytes));
       add_named(rows, "snmalloc: metadata: slab descriptors, allocators", double(a.meta_bytes));
       add_named(rows, "snmalloc: pagemap", double(pagemap_bytes));
