@@ -156,9 +156,12 @@ namespace snmalloc::profile
     }
   } // namespace footprint_detail
 
+  // Not sampled while it runs: the walk over the stack table holds its
+  // lock, which a sampled allocation would take again.
   inline Footprint read_footprint()
   {
     using namespace footprint_detail;
+    ProfilerGuard guard;
     Footprint f;
     ArenaResidency arena = read_arena_residency();
     SampledObjects sampled;

@@ -6,7 +6,7 @@
 // page is present, pagemap with 8 bytes per page read through a file (2 MiB
 // for a 1 GiB range), mincore with 1 byte per page into our own buffer.
 // Measured over a resident 1 GiB range (perf-footprint-time, on a loaded
-// machine): mincore 0.45 ms, pagemap 35.6 ms.  Neither sees
+// machine): mincore 0.5-1 ms, pagemap 35-60 ms.  Neither sees
 // swapped-out pages as resident, as VmRSS does not count them.  A page only
 // read since it was mapped shows the shared zero page: mincore calls it
 // resident, VmRSS does not count it; the allocator hands out pages it

@@ -3,7 +3,8 @@
 // ones of 256 KiB to 4 MiB, a random half of them freed (fragmentation),
 // sampled at the default 512 KiB.  Each dump is timed three times end to
 // end (for the footprint: the chunk walk, mincore, smaps, encoding, gzip,
-// write); the median is printed with the footprint's total against VmRSS.
+// write); the median is printed with the footprint's total against VmRSS,
+// and the median of its two system-facing parts.
 // Then the cost of reading residency both ways over a resident range of
 // the heap's size: mincore against /proc/self/pagemap (resident_pages.h
 // says why mincore).  See docs/performance.md.
@@ -123,6 +124,12 @@ int main(int argc, char** argv)
     "(%.1f ms beyond); footprint total %.1f MiB, VmRSS %.1f MiB (%+.2f%%)\n",
     gib, kept.size(), heap_ms, footprint_ms, footprint_ms - heap_ms, total / 1048576.0,
     double(rss) / 1048576.0, 100.0 * (total - double(rss)) / double(rss));
+  // Its parts: the walk over the arena with its mincore, and smaps.
+  double arena_ms = median_ms([] { (void)snmalloc::profile::read_arena_residency(); });
+  double smaps_ms = median_ms([] {
+    (void)snmalloc::profile::read_mapping_rows([](uintptr_t, uintptr_t) { return size_t(0); });
+  });
+  std::printf("of the footprint: arena walk and mincore %.1f ms, /proc/self/smaps %.1f ms\n", arena_ms, smaps_ms);
   residency_cost(gib << 30);
   for (void* p : kept)
     std::free(p);
