@@ -52,6 +52,16 @@ int snmalloc_profile_dump_fd(int fd);
    error); its alloc_* figures are those of now. */
 int snmalloc_profile_dump_peak(const char* path);
 int snmalloc_profile_dump_peak_fd(int fd);
+/* The footprint profile: the process's resident memory (VmRSS, within a
+   few percent) in one table: the sampled live heap by site, each object
+   counted by its resident pages; the allocator's own memory as frames
+   named "snmalloc: ..." (free slots of partly used slabs per sizeclass,
+   freed chunks still resident, metadata, the profiler's memory); the rest
+   of the process by mapping ("[binary: name]", "[stack]", ...).  Sample
+   types resident_space and slab_waste_space (a site's share of the free
+   slots of its sizeclass's slabs).  0 or an errno, as snmalloc_profile_dump. */
+int snmalloc_profile_dump_footprint(const char* path);
+int snmalloc_profile_dump_footprint_fd(int fd);
 /* The lifetime profile: per allocation site, the sampled objects freed
    since the process started (freed_objects, lifetime in nanoseconds;
    labels lifetime=<1us .. >=1h and freed_by=same_thread|other_thread) and

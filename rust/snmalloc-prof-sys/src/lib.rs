@@ -101,6 +101,8 @@ extern "C" {
     /// 0, or EINVAL when nothing is pushed.
     pub fn snmalloc_profile_label_pop() -> c_int;
     /// The lifetime profile, to a path or a descriptor.
+    pub fn snmalloc_profile_dump_footprint(path: *const c_char) -> c_int;
+    pub fn snmalloc_profile_dump_footprint_fd(fd: c_int) -> c_int;
     pub fn snmalloc_profile_dump_lifetimes(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_lifetimes_fd(fd: c_int) -> c_int;
     /// Profiling and its automatic dumps from SNMALLOC_PROFILE-style text;

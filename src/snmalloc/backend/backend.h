@@ -236,11 +236,12 @@ namespace snmalloc
     };
 
     // Chunks from the arena's base that may have been handed out (the
-    // frontier only moves up): a walk of the pagemap stops there.
+    // frontier only moves up): a walk of the pagemap (mem/chunk_walk.h)
+    // stops there.
     size_t chunks_carved() noexcept
     {
       LockGuard g(lock_);
-      return buddy_.chunks_carved();
+      return initialised_ ? buddy_.chunks_carved() : 0;
     }
 
     Usage usage() noexcept

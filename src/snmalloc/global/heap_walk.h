@@ -20,7 +20,6 @@
 // batches for other allocators are posted first.
 
 #include "../mem/live_objects.h"
-#include "../mem/slab_walk.h"
 #include "thread_alloc.h"
 
 namespace snmalloc
@@ -43,20 +42,20 @@ namespace snmalloc
     {
       const DetachedFree none{};
       uintptr_t own_owner = own == nullptr ? 0 : own->owner_value();
-      for_each_chunk_start([&](const ChunkStart& c) {
-        if (c.is_large_run())
+      walk_chunks([&](const ChunkSpan& c) {
+        void* base = reinterpret_cast<void*>(c.base);
+        if (c.kind == SpanKind::LargeRun)
         {
-          visit(c.base, large_run::bytes_of_tag(c.owner));
+          visit(base, large_run::bytes_of_tag(c.tag));
           return;
         }
-        if (!c.is_thread_slab())
+        if (c.kind != SpanKind::Slab)
           return;
         // A thread allocator's owner value is its address.
-        bool covered = c.owner == own_owner || reinterpret_cast<const Alloc*>(c.owner)->in_pool;
+        bool covered = c.tag == own_owner || reinterpret_cast<const Alloc*>(c.tag)->in_pool;
         if (!covered)
           return;
-        const auto& meta = *reinterpret_cast<const SlabMeta*>(c.meta);
-        for_each_live_object(meta, c.owner == own_owner ? own_detached : none, visit);
+        for_each_live_object(*c.slab, c.tag == own_owner ? own_detached : none, visit);
       });
     }
 

@@ -171,22 +171,25 @@ namespace snmalloc::profile
       }
     }
 
-    // Reads three flags, not a copy of the configuration: a process that
+    // Reads four flags, not a copy of the configuration: a process that
     // asked for nothing at exit should not pay for 8 KiB of stack.
     SNMALLOC_ONCE_PATH static void at_exit()
     {
       AutoDump& self = instance();
-      bool dump_at_exit, dump_peak_at_exit, leak_report;
+      bool dump_at_exit, dump_peak_at_exit, dump_footprint_at_exit, leak_report;
       {
         LockGuard g(self.lock_);
         dump_at_exit = self.config_.dump_at_exit;
         dump_peak_at_exit = !self.config_.peak_path.empty();
+        dump_footprint_at_exit = !self.config_.footprint_path.empty();
         leak_report = self.config_.leak_report;
       }
       if (dump_at_exit)
         self.dump_now();
       if (dump_peak_at_exit)
         self.dump_peak_now();
+      if (dump_footprint_at_exit)
+        self.dump_footprint_now();
       if (leak_report)
         write_leak_report(2);
     }
@@ -321,6 +324,13 @@ namespace snmalloc::profile
       dump_numbered(c.peak_path.c_str(), [](const char* path) { return dump_peak(path); });
     }
 
+    // Write the footprint profile to footprint_path.
+    void dump_footprint_now()
+    {
+      EnvConfig c = config();
+      dump_numbered(c.footprint_path.c_str(), [](const char* path) { return dump_footprint(path); });
+    }
+
     // Start profiling as `c` says, and the dumps it asks for.  false (after
     // one line on stderr) if the helper thread or the signal handler could
     // not be set up.
@@ -340,7 +350,7 @@ namespace snmalloc::profile
           "snmalloc: SNMALLOC_PROFILE: could not set up guarded sampling\n";
         (void)!::write(2, msg, sizeof(msg) - 1);
       }
-      if (c.dump_at_exit || !c.peak_path.empty() || c.leak_report)
+      if (c.dump_at_exit || !c.peak_path.empty() || !c.footprint_path.empty() || c.leak_report)
         register_at_exit_locked();
       bool helper =
         c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;

@@ -96,6 +96,16 @@ extern "C"
     return snmalloc::profile::dump_peak(fd).error;
   }
 
+  SNMALLOC_EXPORT int snmalloc_profile_dump_footprint(const char* path)
+  {
+    return snmalloc::profile::dump_footprint(path).error;
+  }
+
+  SNMALLOC_EXPORT int snmalloc_profile_dump_footprint_fd(int fd)
+  {
+    return snmalloc::profile::dump_footprint(fd).error;
+  }
+
   SNMALLOC_EXPORT int snmalloc_profile_dump_lifetimes(const char* path)
   {
     return snmalloc::profile::dump_lifetimes(path).error;

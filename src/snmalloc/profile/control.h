@@ -19,6 +19,9 @@
 //              so readers never see half a profile.  Returns the errno of
 //              what failed, never aborts.
 //   dump_peak(path)  the same, of the live heap as it was at its peak.
+//   dump_footprint(path)  the footprint profile (footprint/): every
+//              resident byte of the process, by site, by what the
+//              allocator holds and by kind of mapping, adding up to VmRSS.
 //   dump_lifetimes(path)  the lifetime profile (lifetime_encoder.h): per
 //              site, the sampled objects freed since the process started,
 //              by lifetime bucket and freeing thread, and those still alive
@@ -30,6 +33,7 @@
 //              sampling started; any mode works, sizeclass covers every
 //              size alike.
 
+#include "footprint/footprint_profile.h"
 #include "pprof/dump_file.h"
 #include "guard/guard_signal.h"
 #include "lifetime_profile.h"
@@ -240,6 +244,22 @@ namespace snmalloc::profile
       return encode_profile(snapshot_live_samples(), Pal::time_ns());
     }
 
+    // The footprint profile, its rows' total against VmRSS in a comment.
+    inline std::vector<uint8_t> encode_footprint_profile()
+    {
+      int64_t when = Pal::time_ns();
+      Footprint f = read_footprint();
+      double total = 0;
+      for (const FootprintRow& row : f.rows)
+        total += row.resident_bytes;
+      std::string note = "resident rows total " + std::to_string(uint64_t(total)) +
+        " bytes; VmRSS " + std::to_string(f.vm_rss) + " bytes";
+      std::vector<uint8_t> bytes;
+      encode_footprint_pprof(
+        profile_header(when, "resident_space", 0), f.rows.data(), f.rows.size(), note, bytes);
+      return bytes;
+    }
+
     // The peak-heap profile: in-use figures as at the peak, stamped with
     // its time (now, before any peak).
     inline std::vector<uint8_t> encode_peak_profile()
@@ -309,6 +329,27 @@ namespace snmalloc::profile
     return detail::encode_and_write(
       [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
       detail::encode_peak_profile);
+  }
+
+  // The footprint profile, written as dump(path) writes the heap profile.
+  inline DumpResult dump_footprint(const char* path)
+  {
+    if (path == nullptr || *path == '\0')
+      return {EINVAL};
+    return detail::encode_and_write(
+      [path](const uint8_t* data, size_t size) {
+        return write_gzip_file_atomic(path, data, size);
+      },
+      detail::encode_footprint_profile);
+  }
+
+  inline DumpResult dump_footprint(int fd)
+  {
+    if (fd < 0)
+      return {EBADF};
+    return detail::encode_and_write(
+      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
+      detail::encode_footprint_profile);
   }
 
   // The lifetime profile, written as dump(path) writes the heap profile.

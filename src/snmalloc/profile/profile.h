@@ -33,6 +33,10 @@
 //             lifetime_encoder.h, profile_delta.h, dump_file.h (gzip,
 //             or plain without zlib; temp file + rename),
 //             zlib_loader.h
+//   footprint/ the footprint profile: resident_pages.h (mincore),
+//             arena_residency.h (the arena by what holds it),
+//             smaps_rows.h (the rest of the process), footprint_encoder.h,
+//             footprint_profile.h (the rows, adding up to VmRSS)
 //   (root)    profiler.h (the hooks CoreAlloc calls), snapshot.h
 //             (unbias, aggregate), lifetime_profile.h (its rows),
 //             control.h (start / stop / dump: the C++ API),

@@ -186,6 +186,24 @@ pub fn dump_peak(path: impl AsRef<Path>) -> io::Result<()> {
     check(unsafe { sys::snmalloc_profile_dump_peak(path.as_ptr()) })
 }
 
+/// Writes the footprint profile to `path`, as [`dump`] does: the process's
+/// resident memory (VmRSS, within a few percent) in one table, sample types
+/// `resident_space` and `slab_waste_space`: the sampled live heap by site,
+/// each object counted by its resident pages; the allocator's own memory as
+/// frames named `snmalloc: ...`; the rest of the process by mapping
+/// (`[binary: name]`, `[stack]`, ...).
+pub fn dump_footprint(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = c_path(path.as_ref())?;
+    // SAFETY: `path` is a valid NUL-terminated string for the call.
+    check(unsafe { sys::snmalloc_profile_dump_footprint(path.as_ptr()) })
+}
+
+/// Writes the footprint profile to an open file descriptor, as [`dump_fd`].
+pub fn dump_footprint_fd(fd: impl AsFd) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the duration of the borrow.
+    check(unsafe { sys::snmalloc_profile_dump_footprint_fd(fd.as_fd().as_raw_fd()) })
+}
+
 /// Writes the lifetime profile to `path`, as [`dump`] does: per allocation
 /// site, the sampled objects freed since the process started
 /// (`freed_objects`, `lifetime` in nanoseconds, labels `lifetime=<1us` ..

@@ -4,7 +4,8 @@
 //
 //   SNMALLOC_PROFILE=mode=bytes,rate=524288,depth=64,path=/tmp/heap.%p.%n.pb.gz,
 //                    dump_at_exit=1,dump_on_signal=SIGUSR2,
-//                    peak_path=/tmp/peak.%p.pb.gz,dump_every=1g,dump_period=60,
+//                    peak_path=/tmp/peak.%p.pb.gz,footprint_path=/tmp/rss.%p.pb.gz,
+//                    dump_every=1g,dump_period=60,
 //                    dump_on_growth=256m,keep=10,leak_report=1,
 //                    guard=100,guard_per_second=1000,
 //                    http=127.0.0.1:6060,http_timeout=10

@@ -103,6 +103,8 @@ namespace snmalloc::profile
     PathText path{"snmalloc-heap.%p.%n.pb.gz"};
     // The peak-heap profile written at exit; empty: none.
     PathText peak_path;
+    // The footprint profile written at exit; empty: none.
+    PathText footprint_path;
   };
 
   constexpr size_t MAX_KEEP = 1024;
@@ -267,6 +269,8 @@ namespace snmalloc::profile
        "path must be non-empty and shorter than 4096 bytes, got"},
       {"peak_path", read_path<&EnvConfig::peak_path>,
        "peak_path must be non-empty and shorter than 4096 bytes, got"},
+      {"footprint_path", read_path<&EnvConfig::footprint_path>,
+       "footprint_path must be non-empty and shorter than 4096 bytes, got"},
       {"dump_every", read_bytes<&EnvConfig::dump_every, 1, TWO_TO_50>,
        "dump_every must be a number of bytes (k, m, g suffixes) from 1 to 2^50, got"},
       {"dump_on_growth", read_bytes<&EnvConfig::dump_on_growth, 1, TWO_TO_50>,

@@ -146,7 +146,7 @@ namespace snmalloc::profile
       Backend::Chunks c = backend.alloc_chunks(bits::align_up(bytes, config::CHUNK_SIZE), SLOT_BYTES);
       if (c.base == nullptr)
         return false;
-      auto* meta = static_cast<GuardedSlot*>(Pal::reserve_lazy_rw(slots * sizeof(GuardedSlot)));
+      auto* meta = static_cast<GuardedSlot*>(profiler_regions.reserve(slots * sizeof(GuardedSlot), "guarded slots"));
       if (meta == nullptr)
         return false;
       (void)Pal::make_inaccessible(c.base, bytes);

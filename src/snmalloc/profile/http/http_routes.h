@@ -7,6 +7,7 @@
 //   /debug/pprof/allocs   the same profile, alloc_space its default type
 //   /debug/pprof/peak     the peak-heap profile (dump_peak)
 //   /debug/pprof/lifetimes  the lifetime profile (dump_lifetimes)
+//   /debug/pprof/footprint  the footprint profile (dump_footprint)
 //       heap and allocs take ?seconds=N (1 .. MAX_DELTA_SECONDS): the
 //       difference of two profiles N seconds apart (profile_delta.h);
 //       lifetimes too: the objects freed in those N seconds, and no live
@@ -160,6 +161,8 @@ namespace snmalloc::profile::http
         "<li><a href=\"peak\">peak</a>: live objects when the heap was highest</li>\n"
         "<li><a href=\"lifetimes\">lifetimes</a>: how long objects lived, per site "
         "(pprof, lifetime; <code>?seconds=N</code>: the frees of N seconds)</li>\n"
+        "<li><a href=\"footprint\">footprint</a>: every resident byte of the process "
+        "(pprof, resident_space and slab_waste_space)</li>\n"
         "<li><a href=\"/metrics\">/metrics</a>: allocator statistics (Prometheus)</li>\n"
         "</ul>\n<p><code>go tool pprof http://HOST:PORT/debug/pprof/heap</code></p>\n"
         "</body></html>\n";
@@ -188,6 +191,7 @@ namespace snmalloc::profile::http
       Allocs,
       Peak,
       Lifetimes,
+      Footprint,
       Index,
       Metrics,
     } page;
@@ -199,6 +203,8 @@ namespace snmalloc::profile::http
       page = Page::Peak;
     else if (q.path.is("/debug/pprof/lifetimes"))
       page = Page::Lifetimes;
+    else if (q.path.is("/debug/pprof/footprint"))
+      page = Page::Footprint;
     else if (q.path.is("/debug/pprof/") || q.path.is("/debug/pprof"))
       page = Page::Index;
     else if (q.path.is("/metrics"))
@@ -226,6 +232,8 @@ namespace snmalloc::profile::http
         return peak(q, r);
       case Page::Lifetimes:
         return lifetimes(q, r);
+      case Page::Footprint:
+        return send_encoded(r, "footprint", detail::encode_footprint_profile());
       case Page::Index:
         return index(r);
       case Page::Metrics:

@@ -66,7 +66,7 @@ namespace snmalloc::profile
     {
       capacity = bits::next_pow2(capacity < 2 ? 2 : capacity);
       size_t bytes = sizeof(EventRing) + 64 + capacity * sizeof(Slot);
-      void* mem = Pal::reserve_lazy_rw(bytes);
+      void* mem = profiler_regions.reserve(bytes, "event ring");
       if (mem == nullptr)
         return nullptr;
       auto* slots = reinterpret_cast<Slot*>(

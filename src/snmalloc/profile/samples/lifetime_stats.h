@@ -82,7 +82,7 @@ namespace snmalloc::profile
       if (blocks_[block] == nullptr)
       {
         size_t bytes = sizeof(SiteLifetimes) << BLOCK_BITS;
-        blocks_[block] = static_cast<SiteLifetimes*>(Pal::reserve_lazy_rw(bytes));
+        blocks_[block] = static_cast<SiteLifetimes*>(profiler_regions.reserve(bytes, "lifetime tables"));
         if (blocks_[block] == nullptr)
           return;
         os_bytes_.fetch_add(bytes, std::memory_order_relaxed);

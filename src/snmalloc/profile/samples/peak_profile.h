@@ -63,7 +63,7 @@ namespace snmalloc::profile
     bool grow(size_t n)
     {
       size_t bytes = bits::align_up(n * sizeof(SampleView), Pal::PAGE_SIZE);
-      auto* data = static_cast<SampleView*>(Pal::reserve_lazy_rw(bytes));
+      auto* data = static_cast<SampleView*>(profiler_regions.reserve(bytes, "peak profile"));
       if (data == nullptr)
         return false;
       if (size_ != 0)

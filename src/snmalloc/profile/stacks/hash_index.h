@@ -10,7 +10,7 @@
 // entry line per probe.  Not locked (the owner's lock covers it); its
 // memory comes straight from the OS.
 
-#include "../../pal/pal.h"
+#include "../base/profiler_regions.h"
 
 #include <atomic>
 #include <cstdint>
@@ -32,7 +32,7 @@ namespace snmalloc::profile
     bool grow(std::atomic<size_t>& os_bytes)
     {
       size_t capacity = capacity_ == 0 ? 4096 : capacity_ * 2;
-      auto* slots = static_cast<Slot*>(Pal::reserve_lazy_rw(capacity * sizeof(Slot)));
+      auto* slots = static_cast<Slot*>(profiler_regions.reserve(capacity * sizeof(Slot), "stack table"));
       if (slots == nullptr)
         return false;
       os_bytes.fetch_add(capacity * sizeof(Slot), std::memory_order_relaxed);

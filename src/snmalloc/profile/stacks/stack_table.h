@@ -70,7 +70,7 @@ namespace snmalloc::profile
 
     void* os_alloc(size_t bytes)
     {
-      void* p = Pal::reserve_lazy_rw(bytes);
+      void* p = profiler_regions.reserve(bytes, "stack table");
       if (p != nullptr)
         os_bytes_.fetch_add(bytes, std::memory_order_relaxed);
       return p;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The HTTP endpoint (SNMALLOC_PROFILE=http=...) read by the real clients:
 #   - go tool pprof -top URL of heap, allocs, peak, heap?seconds=N,
-#     lifetimes and lifetimes?seconds=N, the sites and totals checked
-#     against what http_target holds;
+#     lifetimes and lifetimes?seconds=N, and footprint, the sites and
+#     totals checked against what http_target holds;
 #   - promtool check metrics on /metrics; a Prometheus server scraping it,
 #     read back through its query API;
 #   - bad, slow, oversized and too many clients (bad_clients.py), while the
@@ -281,6 +281,26 @@ if lifetimes_top freed "$base/debug/pprof/lifetimes" freed_objects &&
   fi
 else
   fail "go tool pprof lifetimes: $(cat "$work/freed.err" "$work/other.err" "$work/live.err")"
+fi
+
+# --- footprint: the process's resident memory, site_a's 64 MiB in it -----
+# Its total against the target's VmRSS read just before and after; pprof's
+# header says "of N total" (in bytes with -unit=byte).
+rss_before=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$target_pid/status")
+if pprof_top footprint "$base/debug/pprof/footprint" -nodecount=100000 -nodefraction=0; then
+  rss_after=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$target_pid/status")
+  total=$(awk '/ total$/ { v = $(NF - 1); sub(/B$/, "", v); print int(v); exit }' "$work/footprint.top")
+  a=$(site_bytes "$work/footprint.top" site_a)
+  if python3 -c "import sys; t,b,e=map(float,sys.argv[1:]); sys.exit(0 if abs(t - (b + e) / 2) <= 0.05 * (b + e) / 2 else 1)" \
+    "$total" "$rss_before" "$rss_after" && within_sd "$a" $((64 * MiB)) 5 &&
+    grep -q 'snmalloc: metadata' "$work/footprint.top" && grep -q '\[binary: ' "$work/footprint.top"; then
+    pass "footprint: total $total, VmRSS $rss_before .. $rss_after, site_a $a"
+  else
+    fail "footprint: total $total, VmRSS $rss_before .. $rss_after, site_a $a ($((64 * MiB)))"
+    cat "$work/footprint.top"
+  fi
+else
+  fail "go tool pprof footprint: $(cat "$work/footprint.err")"
 fi
 
 # --- bad clients, while the program works ------------------------------------
