@@ -151,9 +151,14 @@ namespace snmalloc
   // offset / odd exactly when odd divides offset, and otherwise above
   // (2^64 - 1) / odd; the rotate moves any remainder by 2^even_bits into
   // the high bits.  Checked over every class in the sizeclass test.
+  SNMALLOC_FAST_PATH size_t index_if_start(size_t offset, uint64_t odd_inverse, uint8_t even_bits)
+  {
+    return bits::rotate_right(offset * odd_inverse, even_bits);
+  }
+
   SNMALLOC_FAST_PATH size_t index_if_start(size_t offset, sizeclass_t sc)
   {
-    return bits::rotate_right(offset * sizeclasses.odd_inverse[sc], sizeclasses.even_bits[sc]);
+    return index_if_start(offset, sizeclasses.odd_inverse[sc], sizeclasses.even_bits[sc]);
   }
 
   // The smallest size >= `size` that is a multiple of `align` (a power of

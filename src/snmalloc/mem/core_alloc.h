@@ -106,7 +106,7 @@ namespace snmalloc
         available_[sc].insert(s);
       }
       Batch b = s->take_all();
-      counts_.recount(s);
+      counts_.recount_taken(s);
       if (s->sleeping)
         available_[sc].remove(s);
       return b;
@@ -148,18 +148,27 @@ namespace snmalloc
     // default build checks here that p is an object start: an interior
     // pointer on the slab's list would later be handed out over a live
     // object.  One multiply, a rotate and a compare, on the descriptor
-    // line the push writes anyway.
+    // line the push writes anyway.  It also rejects p at the head of the
+    // list: a free, then a free of the same pointer with no free of the
+    // slab's in between, caught for a compare.  Both lead to one call, and
+    // the stack frame it needs is set up on that branch only (with a
+    // report in each, the fast path set one up: 2 instructions a free).
     SNMALLOC_FAST_PATH void dealloc_local(void* p, SlabMeta* meta)
     {
       if constexpr (!config::checks)
       {
-        sizeclass_t sc = meta->owner_sizeclass;
-        size_t index = index_if_start(reinterpret_cast<uintptr_t>(p) - meta->owner_base, sc);
-        if (SNMALLOC_UNLIKELY(index >= sizeclasses.capacity[sc]))
-          report_bad_free(BadFree::Interior, p);
+        if (SNMALLOC_UNLIKELY(!meta->owner_object_start(p) || p == meta->free))
+          local_free_rejected(p, meta);
       }
       if (SNMALLOC_UNLIKELY(meta->push(p, config::checks ? meta->index_of(p) : 0, link_mask(p))))
         slab_needs_attention(meta);
+    }
+
+    // The default build's dealloc_local found p not an object start, or
+    // at the head of the list.
+    [[noreturn]] SNMALLOC_SLOW_PATH static void local_free_rejected(void* p, SlabMeta* meta)
+    {
+      report_bad_free(meta->owner_object_start(p) ? BadFree::DoubleFree : BadFree::Interior, p);
     }
 
     // The checks build's free fast path, of an object of one of this
