@@ -94,35 +94,48 @@ namespace snmalloc
       return profile_;
     }
 
-    // A whole slab's free objects: an awake slab's, else a new slab's.  A
-    // slab with untouched objects left stays available.
-    Batch take_batch(sizeclass_t sc)
-    {
-      SlabMeta* s = available_[sc].head;
-      if (s == nullptr)
-      {
-        if ((s = new_slab(sc)) == nullptr)
-          return {};
-        available_[sc].insert(s);
-      }
-      Batch b = s->take_all();
-      counts_.recount_taken(s);
-      if (s->sleeping)
-        available_[sc].remove(s);
-      return b;
-    }
-
     // The fast list of `sc` is empty.  Returns an object of `sc`, leaving the
     // rest of a batch in `fast`; nullptr when memory is exhausted or, with
     // profiling, when a sample point is due in `sc`: alloc_sample_due then
     // serves the allocation.  That case is left to the caller, which holds
     // the request's size and alignment, so that this path keeps neither.
+    // The usual case, no message waiting and an awake slab with nothing
+    // untouched and no sign of a double free (SlabMeta::list_only), calls
+    // nothing, so it saves no registers: 14 of a refill's 58 instructions
+    // on perf-random-replace.
     SNMALLOC_SLOW_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
+    {
+      SlabMeta* s = available_[sc].head;
+      if (SNMALLOC_UNLIKELY(queue.maybe_nonempty() || s == nullptr || !s->list_only()))
+        return alloc_refill_unusual(fast, sc);
+      if (profile_.sample_due(*this, sc))
+        return nullptr;
+      return refill_from(fast, sc, s, s->take_list());
+    }
+
+    SNMALLOC_SLOW_PATH void* alloc_refill_unusual(FreeObject*& fast, sizeclass_t sc)
     {
       handle_messages();
       if (profile_.sample_due(*this, sc))
         return nullptr;
-      Batch b = take_batch(sc);
+      SlabMeta* s = available_[sc].head;
+      if (s == nullptr)
+      {
+        if ((s = new_slab(sc)) == nullptr)
+          return nullptr;
+        available_[sc].insert(s);
+      }
+      return refill_from(fast, sc, s, s->take_all());
+    }
+
+    // The rest of a refill, given b, what take_all took from s, the first
+    // awake slab of `sc`: a slab with untouched objects left stays
+    // available.
+    SNMALLOC_FAST_PATH void* refill_from(FreeObject*& fast, sizeclass_t sc, SlabMeta* s, Batch b)
+    {
+      counts_.recount_taken(s);
+      if (s->sleeping)
+        available_[sc].remove(s);
       if (b.head == nullptr)
         return nullptr;
       b = profile_.split(*this, sc, b);

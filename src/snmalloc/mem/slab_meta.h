@@ -300,6 +300,13 @@ namespace snmalloc
       on_free_list.set_only(0, untouched);
     }
 
+    // Does take_all take only the list: nothing untouched, and no sign of a
+    // double free?
+    SNMALLOC_FAST_PATH bool list_only() const
+    {
+      return untouched == 0 && needed <= uint32_t(owner_capacity);
+    }
+
     // Take every free object, the next untouched ones linked in first, in
     // address order so the objects handed out together share pages.  The
     // slab sleeps unless some remain untouched.
@@ -311,9 +318,15 @@ namespace snmalloc
         check_free_list(capacity - untouched);
       if (SNMALLOC_UNLIKELY(untouched != 0))
         return take_all_and_untouched(capacity);
-      Batch b{free, capacity - needed};
+      return take_list();
+    }
+
+    // take_all when list_only(): the slab sleeps.
+    SNMALLOC_FAST_PATH Batch take_list()
+    {
+      Batch b{free, uint32_t(owner_capacity) - needed};
       free = nullptr;
-      on_free_list.set_only(capacity, capacity); // none is on the list now
+      on_free_list.set_only(owner_capacity, owner_capacity); // none is on the list now
       sleeping = true;
       needed = sizeclasses.wake_threshold[owner_sizeclass];
       return b;
