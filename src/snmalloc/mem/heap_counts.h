@@ -130,7 +130,7 @@ namespace snmalloc
     // refill's 65 instructions on perf-random-replace).
     void recount_taken(SlabMeta* meta)
     {
-      if (uint32_t(meta->owner_capacity) - meta->untouched != meta->counted_out)
+      if (uint32_t(meta->owner_capacity - meta->untouched) != meta->counted_out)
         recount(meta);
     }
 

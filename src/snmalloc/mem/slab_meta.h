@@ -74,6 +74,7 @@ namespace snmalloc
   };
 
   static_assert(NUM_SMALL_CLASSES <= 256, "SlabMeta::owner_sizeclass is a byte");
+  static_assert(MAX_CAPACITY < 65536, "SlabMeta::untouched and owner_capacity are 16 bits");
 
   struct SlabMeta
   {
@@ -82,30 +83,26 @@ namespace snmalloc
     // Written by the owner, on every local free.
     FreeObject* free = nullptr;
     uint32_t needed = 0;
-    uint32_t untouched = 0;
+    // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
+    uint32_t counted_out = 0;
+    uint16_t untouched = 0;
+    // Copies of `base` and `sizeclass` below, and the class's capacity and
+    // starts_object constants (ds/sizeclass.h), for the owner: the free
+    // fast paths, and a slab's wake and refill.  With these and the bitmap
+    // on this line, a local free reads one line of the descriptor (perf,
+    // larson: a fifth of the checks free's samples were on the load of the
+    // line below), and the default build's object-start check is 5
+    // instructions (10 with the class's tables and their address).
+    uint16_t owner_capacity = 0;
+    uint8_t owner_sizeclass = 0;
     bool sleeping = false;
     // The checks build: the slab was cut from zeroed memory, so its free
     // objects are zero past their link and mark (POISON), which calloc
     // then leaves as they are.  Read by the owner's calloc, so on this line.
     bool zeroed = false;
-    // The class's odd_inverse, even_bits and capacity (ds/sizeclass.h), for
-    // the default build's check of a local free (index_if_start): read from
-    // this line, which the free writes anyway, the check is 7 instructions,
-    // against 10 with the class's table and its address.
-    uint8_t owner_start_shift = 0;
-    // A copy of `sizeclass` below (all fit a byte), as owner_base is of
-    // `base`.
-    uint8_t owner_sizeclass = 0;
-    // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
-    uint32_t counted_out = 0;
-    // Copies of `base` and `sizeclass` below, for the owner: the free fast
-    // paths, and a slab's wake and refill.  With these and the bitmap on
-    // this line, a local free reads one line of the descriptor (perf,
-    // larson: a fifth of the checks free's samples were on the load of the
-    // line below).
     uintptr_t owner_base = 0;
-    uint64_t owner_start_inverse = 0;
-    uint64_t owner_capacity = 0;
+    uint64_t owner_start_multiplier = 0;
+    uint64_t owner_start_bound = 0;
     // The checks build's bitmap, written on every local free: on the
     // owner's line, its first three words (objects of classes of 128 bytes
     // and more), not on the line below, which other threads' frees read
@@ -137,7 +134,7 @@ namespace snmalloc
     SNMALLOC_FAST_PATH bool owner_object_start(const void* p) const
     {
       size_t offset = reinterpret_cast<uintptr_t>(p) - owner_base;
-      return index_if_start(offset, owner_start_inverse, owner_start_shift) < owner_capacity;
+      return starts_object(offset, owner_start_multiplier, owner_start_bound);
     }
 
     size_t slab_size() const
@@ -288,9 +285,9 @@ namespace snmalloc
       base = owner_base = reinterpret_cast<uintptr_t>(slab_base);
       sizeclass = sc;
       owner_sizeclass = static_cast<uint8_t>(sc);
-      owner_start_inverse = sizeclasses.odd_inverse[sc];
-      owner_start_shift = sizeclasses.even_bits[sc];
       owner_capacity = sizeclasses.capacity[sc];
+      owner_start_multiplier = sizeclasses.start_multiplier[sc];
+      owner_start_bound = sizeclasses.start_bound[sc];
       size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
       size_span = sizeclass_to_size(sc) - size_floor;
       free = nullptr;
