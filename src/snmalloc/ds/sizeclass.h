@@ -57,7 +57,7 @@ namespace snmalloc
     // high word of its product with this (exact while offset * size <
     // 2^64), a multiply instead of a division for the checks of frees.
     std::array<uint64_t, NUM_SMALL_CLASSES> reciprocal{};
-    // For starts_object: 2^64 / size rounded down, plus one, and the
+    // For object_starts_at: 2^64 / size rounded down, plus one, and the
     // capacity times the low word of its product with the size.
     std::array<uint64_t, NUM_SMALL_CLASSES> start_multiplier{};
     std::array<uint64_t, NUM_SMALL_CLASSES> start_bound{};
@@ -146,14 +146,14 @@ namespace snmalloc
   // "Faster remainder by direct computation", 2019, with the bound taking
   // in the slack past the last object).  Checked for every offset of every
   // class in the sizeclass test.
-  SNMALLOC_FAST_PATH bool starts_object(size_t offset, uint64_t multiplier, uint64_t bound)
+  SNMALLOC_FAST_PATH bool object_starts_at(size_t offset, uint64_t multiplier, uint64_t bound)
   {
     return offset * multiplier < bound;
   }
 
-  SNMALLOC_FAST_PATH bool starts_object(size_t offset, sizeclass_t sc)
+  SNMALLOC_FAST_PATH bool object_starts_at(size_t offset, sizeclass_t sc)
   {
-    return starts_object(offset, sizeclasses.start_multiplier[sc], sizeclasses.start_bound[sc]);
+    return object_starts_at(offset, sizeclasses.start_multiplier[sc], sizeclasses.start_bound[sc]);
   }
 
   // The smallest size >= `size` that is a multiple of `align` (a power of

@@ -150,7 +150,7 @@ TEST_CASE("sizeclass-starts-object-is-exact-within-a-slab")
     for (size_t offset = 0; offset < slab && failures < 10; offset++)
     {
       bool start = offset % size == 0 && offset / size < capacity;
-      if (snmalloc::starts_object(offset, sc) != start)
+      if (snmalloc::object_starts_at(offset, sc) != start)
       {
         failures++;
         FAIL_CHECK("class " << sc << " (size " << size << ") offset " << offset << ": start " << start);
