@@ -56,7 +56,6 @@ namespace snmalloc
         pagemap.entries = static_cast<PagemapEntry*>(map);
         pagemap.base = base;
         committed_end_ = base;
-        pagemap.granules = size >> config::MIN_ALLOC_BITS;
         pagemap.size = size;
         return true;
       }

@@ -83,7 +83,6 @@ namespace snmalloc
     // Zero until the arena exists, so every pointer is "outside" before then.
     uintptr_t base = 0;
     size_t size = 0;
-    size_t granules = 0; // size / MIN_ALLOC_SIZE, the bound of granule_of
     PagemapEntry* entries = nullptr;
 
     // The offset of p in the arena; >= size when p is outside it.
@@ -95,21 +94,6 @@ namespace snmalloc
     SNMALLOC_FAST_PATH PagemapEntry& entry_at(uintptr_t offset) const
     {
       return entries[offset >> config::CHUNK_BITS];
-    }
-
-    // The free fast path's index: p's offset in 16-byte granules, rotated so
-    // that an unaligned p (never an object: every object is 16-byte
-    // aligned) reads as 2^60 or more, >= granules as a p outside the arena
-    // does.  One compare rejects both; the rotate costs the instruction
-    // that taking the allocator from the owner compared saves (global/api.h).
-    SNMALLOC_FAST_PATH uintptr_t granule_of(const void* p) const
-    {
-      return bits::rotate_right(offset_of(p), config::MIN_ALLOC_BITS);
-    }
-
-    SNMALLOC_FAST_PATH PagemapEntry& entry_at_granule(uintptr_t granule) const
-    {
-      return entries[granule >> (config::CHUNK_BITS - config::MIN_ALLOC_BITS)];
     }
 
     SNMALLOC_FAST_PATH PagemapEntry& entry_of(const void* p) const

@@ -57,11 +57,10 @@ namespace snmalloc
     // high word of its product with this (exact while offset * size <
     // 2^64), a multiply instead of a division for the checks of frees.
     std::array<uint64_t, NUM_SMALL_CLASSES> reciprocal{};
-    // size = odd * 2^even_bits: the inverse of `odd` modulo 2^64, and
-    // even_bits (at least 4, sizes being multiples of 16), for
-    // index_if_start.
-    std::array<uint64_t, NUM_SMALL_CLASSES> odd_inverse{};
-    std::array<uint8_t, NUM_SMALL_CLASSES> even_bits{};
+    // For object_starts_at: 2^64 / size rounded down, plus one, and the
+    // capacity times the low word of its product with the size.
+    std::array<uint64_t, NUM_SMALL_CLASSES> start_multiplier{};
+    std::array<uint64_t, NUM_SMALL_CLASSES> start_bound{};
 
     constexpr SizeclassTable()
     {
@@ -87,15 +86,9 @@ namespace snmalloc
         size_t step = config::CHUNK_SIZE / s;
         untouched_step[c] = static_cast<uint32_t>(step == 0 ? 1 : step);
         reciprocal[c] = ~uint64_t(0) / s + 1;
-        size_t even = 0;
-        while ((s >> even) % 2 == 0)
-          even++;
-        uint64_t odd = s >> even;
-        uint64_t inverse = odd; // right to 3 bits; each step doubles them
-        for (int i = 0; i < 5; i++)
-          inverse *= 2 - odd * inverse;
-        odd_inverse[c] = inverse;
-        even_bits[c] = static_cast<uint8_t>(even);
+        bool power_of_two = (s & (s - 1)) == 0;
+        start_multiplier[c] = ~uint64_t(0) / s + 1 + (power_of_two ? 1 : 0);
+        start_bound[c] = capacity[c] * (start_multiplier[c] * s);
       }
     }
   };
@@ -144,16 +137,23 @@ namespace snmalloc
     return {size_t(product >> 64), uint64_t(product) < sizeclasses.reciprocal[sc]};
   }
 
-  // The index of the object starting at `offset` in a slab of class sc,
-  // or, for any other offset (not a multiple of the size, or past any
-  // object of a slab), a value of at least 2^64 / size, above every
-  // index: exact division by a multiply and a rotate.  The product is
-  // offset / odd exactly when odd divides offset, and otherwise above
-  // (2^64 - 1) / odd; the rotate moves any remainder by 2^even_bits into
-  // the high bits.  Checked over every class in the sizeclass test.
-  SNMALLOC_FAST_PATH size_t index_if_start(size_t offset, sizeclass_t sc)
+  // Is `offset`, within a slab of class sc (below its slab size), where one
+  // of its objects starts?  One multiply and a compare: with m = 2^64 /
+  // size rounded down, plus one, and e = m * size - 2^64 (between 1 and the
+  // size), offset q * size + r has the low word q * e + r * m: below
+  // capacity * e exactly when r is 0 and q below the capacity, as r * m is
+  // at least 2^64 / size and q * e below 2^20 (Lemire, Kaser and Kurz,
+  // "Faster remainder by direct computation", 2019, with the bound taking
+  // in the slack past the last object).  Checked for every offset of every
+  // class in the sizeclass test.
+  SNMALLOC_FAST_PATH bool object_starts_at(size_t offset, uint64_t multiplier, uint64_t bound)
   {
-    return bits::rotate_right(offset * sizeclasses.odd_inverse[sc], sizeclasses.even_bits[sc]);
+    return offset * multiplier < bound;
+  }
+
+  SNMALLOC_FAST_PATH bool object_starts_at(size_t offset, sizeclass_t sc)
+  {
+    return object_starts_at(offset, sizeclasses.start_multiplier[sc], sizeclasses.start_bound[sc]);
   }
 
   // The smallest size >= `size` that is a multiple of `align` (a power of

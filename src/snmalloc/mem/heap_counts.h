@@ -124,6 +124,16 @@ namespace snmalloc
       heap_totals.add_live(delta * int64_t(sizeclass_to_size(meta->owner_sizeclass)));
     }
 
+    // recount just after a refill took the slab's list, when every object
+    // but the untouched ones is out: mostly counted so already, at the
+    // slab's previous refill (computing objects_out instead took 8 of a
+    // refill's 65 instructions on perf-random-replace).
+    void recount_taken(SlabMeta* meta)
+    {
+      if (uint32_t(meta->owner_capacity - meta->untouched) != meta->counted_out)
+        recount(meta);
+    }
+
     int64_t objects(sizeclass_t sc) const
     {
       return objects_[sc].load(std::memory_order_relaxed);

@@ -73,6 +73,9 @@ namespace snmalloc
     }
   };
 
+  static_assert(NUM_SMALL_CLASSES <= 256, "SlabMeta::owner_sizeclass is a byte");
+  static_assert(MAX_CAPACITY < 65536, "SlabMeta::untouched and owner_capacity are 16 bits");
+
   struct SlabMeta
   {
     using FreeBits = std::conditional_t<config::checks, OnFreeList, NoFreeBits>;
@@ -80,22 +83,26 @@ namespace snmalloc
     // Written by the owner, on every local free.
     FreeObject* free = nullptr;
     uint32_t needed = 0;
-    uint32_t untouched = 0;
+    // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
+    uint32_t counted_out = 0;
+    uint16_t untouched = 0;
+    // Copies of `base` and `sizeclass` below, and the class's capacity and
+    // object_starts_at constants (ds/sizeclass.h), for the owner: the free
+    // fast paths, and a slab's wake and refill.  With these and the bitmap
+    // on this line, a local free reads one line of the descriptor (perf,
+    // larson: a fifth of the checks free's samples were on the load of the
+    // line below), and the default build's object-start check is 5
+    // instructions (10 with the class's tables and their address).
+    uint16_t owner_capacity = 0;
+    uint8_t owner_sizeclass = 0;
     bool sleeping = false;
     // The checks build: the slab was cut from zeroed memory, so its free
     // objects are zero past their link and mark (POISON), which calloc
     // then leaves as they are.  Read by the owner's calloc, so on this line.
     bool zeroed = false;
-    // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
-    uint32_t counted_out = 0;
-    // Copies of `base` and `sizeclass` below, for the owner: the checks
-    // build's free fast path (check_free), and a slab's wake and refill in
-    // every build.  With these and the bitmap on this line, a local free
-    // reads one line of the descriptor, as the default build's does (perf,
-    // larson: a fifth of the checks free's samples were on the load of the
-    // line below).
     uintptr_t owner_base = 0;
-    sizeclass_t owner_sizeclass = 0;
+    uint64_t owner_start_multiplier = 0;
+    uint64_t owner_start_bound = 0;
     // The checks build's bitmap, written on every local free: on the
     // owner's line, its first three words (objects of classes of 128 bytes
     // and more), not on the line below, which other threads' frees read
@@ -115,11 +122,22 @@ namespace snmalloc
     // unsigned compare (holds_size).
     size_t size_floor = 0;
     size_t size_span = 0;
+    // The class's object_starts_at constants, for other threads' frees.
+    uint64_t start_multiplier = 0;
+    uint64_t start_bound = 0;
 
     // Is `size` one whose class is this slab's?  (False for 0.)
     SNMALLOC_FAST_PATH bool holds_size(size_t size) const
     {
       return size - size_floor - 1 < size_span;
+    }
+
+    // Is p, in one of this slab's chunks, one of its object starts?  The
+    // owner's check, from the owner's line.
+    SNMALLOC_FAST_PATH bool owner_object_start(const void* p) const
+    {
+      size_t offset = reinterpret_cast<uintptr_t>(p) - owner_base;
+      return object_starts_at(offset, owner_start_multiplier, owner_start_bound);
     }
 
     size_t slab_size() const
@@ -137,13 +155,15 @@ namespace snmalloc
       return out < capacity ? out : capacity;
     }
 
-    // Does p point at the start of one of this slab's objects?  Checked on
-    // the slow paths that free objects (remote frees, messages).
+    // Does p, in one of this slab's chunks, point at the start of one of
+    // its objects?  Checked on the slow paths that free objects (remote
+    // frees, messages), from the fields other threads read (with the
+    // class's reciprocal, a slab-size test and a division's multiply, 9
+    // instructions more a remote free on perf-producer-freer).
     bool is_object_start(const void* p) const
     {
-      uintptr_t offset = reinterpret_cast<uintptr_t>(p) - base;
-      return offset < slab_size() &&
-        offset == index_in_slab(offset, sizeclass) * sizeclass_to_size(sizeclass);
+      size_t offset = reinterpret_cast<uintptr_t>(p) - base;
+      return object_starts_at(offset, start_multiplier, start_bound);
     }
 
     // The free list must hold `expected` distinct object starts of this
@@ -268,7 +288,11 @@ namespace snmalloc
     void init(void* slab_base, sizeclass_t sc)
     {
       base = owner_base = reinterpret_cast<uintptr_t>(slab_base);
-      sizeclass = owner_sizeclass = sc;
+      sizeclass = sc;
+      owner_sizeclass = static_cast<uint8_t>(sc);
+      owner_capacity = sizeclasses.capacity[sc];
+      start_multiplier = owner_start_multiplier = sizeclasses.start_multiplier[sc];
+      start_bound = owner_start_bound = sizeclasses.start_bound[sc];
       size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
       size_span = sizeclass_to_size(sc) - size_floor;
       free = nullptr;
@@ -278,20 +302,33 @@ namespace snmalloc
       on_free_list.set_only(0, untouched);
     }
 
+    // Does take_all take only the list: nothing untouched, and no sign of a
+    // double free?
+    SNMALLOC_FAST_PATH bool list_only() const
+    {
+      return untouched == 0 && needed <= uint32_t(owner_capacity);
+    }
+
     // Take every free object, the next untouched ones linked in first, in
     // address order so the objects handed out together share pages.  The
     // slab sleeps unless some remain untouched.
     Batch take_all()
     {
-      uint32_t capacity = sizeclasses.capacity[owner_sizeclass];
+      uint32_t capacity = uint32_t(owner_capacity);
       // Freed into after all were free: the list shows the double free.
       if (SNMALLOC_UNLIKELY(needed > capacity))
         check_free_list(capacity - untouched);
       if (SNMALLOC_UNLIKELY(untouched != 0))
         return take_all_and_untouched(capacity);
-      Batch b{free, capacity - needed};
+      return take_list();
+    }
+
+    // take_all when list_only(): the slab sleeps.
+    SNMALLOC_FAST_PATH Batch take_list()
+    {
+      Batch b{free, uint32_t(owner_capacity) - needed};
       free = nullptr;
-      on_free_list.set_only(capacity, capacity); // none is on the list now
+      on_free_list.set_only(owner_capacity, owner_capacity); // none is on the list now
       sleeping = true;
       needed = sizeclasses.wake_threshold[owner_sizeclass];
       return b;
@@ -336,10 +373,8 @@ namespace snmalloc
     }
 
     // Return one object; true when the slab needs attention (wake or release).
-    // An object already at the head of the list is freed twice: caught at
-    // once for the cost of a compare (a free, then a free of the same
-    // pointer with no free of the slab's in between); the checks build's
-    // bitmap catches that and every other push of an object on the list.
+    // The checks build's bitmap catches a push of an object on the list
+    // (the default build's caller, one at the list's head).
     // `p` is an object start of this slab, object `index` (which only the
     // checks build reads): every caller has checked.
     // `mask` is link_mask(p) (0 in the default build).
@@ -348,8 +383,6 @@ namespace snmalloc
       FreeObject* f = FreeObject::from(p);
       if constexpr (config::checks)
         check_not_listed(p, index);
-      else if (SNMALLOC_UNLIKELY(f == free))
-        report_bad_free(BadFree::DoubleFree, p);
       f->set_next(free, mask);
       free = f;
       return --needed == 0;

@@ -87,9 +87,8 @@ TEST_CASE("unaligned pointer into a small object freed by another thread", "[bad
 
 TEST_CASE("unaligned pointer freed by its own thread is caught at the free", "[bad-free]")
 {
-  // The free fast path's range compare rejects a pointer that is not
-  // 16-byte aligned (ds/pagemap.h, granule_of).  The child must stop at
-  // the free, before the exit.
+  // The free fast path's object-start check rejects a pointer that is not
+  // 16-byte aligned.  The child must stop at the free, before the exit.
   for (size_t size : {16, 48, 4096})
   {
     for (size_t by : {1, 8, 15})
