@@ -29,7 +29,8 @@ function(snmalloc_choose_unwinder out)
       "this target is ${CMAKE_SYSTEM_PROCESSOR} (use auto, libunwind or libgcc)")
   endif()
   # Where there is no built-in walker, auto takes libunwind if it is
-  # installed: its cached walk is about 8 times cheaper than libgcc's.
+  # installed: on aarch64 its cached warm walk takes 1/27 of libgcc's
+  # instructions (docs/profiling.md, "Stack walkers").
   if(choice STREQUAL auto AND NOT has_builtin)
     snmalloc_find_libunwind()
     if(SNMALLOC_LIBUNWIND_FOUND)
