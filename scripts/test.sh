@@ -109,7 +109,7 @@ configuration checks -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON -DSNMALLOC
 # The functional and unit tests of aarch64, under qemu-user, except:
 aarch64_left_out=(
   # The cached walker's own cases: it is x86-64's, and on aarch64 every
-  # stack goes to _Unwind_Backtrace (the other cases of these run).
+  # stack goes to a library's walker (the other cases of these run).
   'func-profile-unwind(-nofp)?:(the cached stack walk|a stack deeper)'
   # fork() while threads run: qemu 7.2 aborts on its own assertion
   # (cpu_exec: cpu == current_cpu) in the child.
@@ -137,10 +137,8 @@ aarch64_left_out=(
   'func-preload-(python|sort|compiler|profile)$'
   # Scripts that start their program themselves (not through the emulator)
   # and wait on the clock: dumps every second, Prometheus scrapes; a dump
-  # without zlib, a stack through each walker, the walker oracle (which
-  # also builds with the host's compilers for the x86-64 walker).
+  # without zlib.
   'func-service-profile$' 'func-http-endpoint$' 'func-profile-without-zlib$'
-  'func-profile-hold-stack-' 'func-profile-walker-oracle$'
   # Lifetimes measured against the clock: under emulation an object freed
   # at once lives far longer than the 1 us bucket the test expects.
   'func-profile-lifetimes-'

@@ -35,13 +35,17 @@ fn main() {
         println!("cargo:rerun-if-changed={}", repo_root.join(input).display());
     }
     println!("cargo:rerun-if-changed=build.rs");
-    for variable in ["CMAKE", "CC", "CXX"] {
+    for variable in ["CMAKE", "CC", "CXX", "SNMALLOC_PROFILE_UNWINDER"] {
         println!("cargo:rerun-if-env-changed={variable}");
     }
 
     let build_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join("cmake-build");
     let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
+
+    // The stack walker (auto, builtin, libunwind or libgcc: CMake's
+    // SNMALLOC_PROFILE_UNWINDER), auto unless the environment names one.
+    let unwinder = env::var("SNMALLOC_PROFILE_UNWINDER").unwrap_or_else(|_| "auto".into());
 
     run(Command::new(&cmake)
         .arg("-S")
@@ -52,7 +56,8 @@ fn main() {
             "-DSNMALLOC_PROFILE=ON",
             "-DSNMALLOC_BUILD_TESTING=OFF",
             "-DCMAKE_BUILD_TYPE=Release",
-        ]));
+        ])
+        .arg(format!("-DSNMALLOC_PROFILE_UNWINDER={unwinder}")));
     run(Command::new(&cmake).arg("--build").arg(&build_dir).args([
         "--target",
         "snmallocshim-static",
@@ -78,6 +83,28 @@ fn main() {
     for library in ["gcc_s", "dl", "stdc++", "pthread"] {
         println!("cargo:rustc-link-lib=dylib={library}");
     }
+    // libunwind, when CMake chose it to walk the stacks (auto does where
+    // there is no built-in walker and libunwind is installed).
+    let cache = build_dir.join("CMakeCache.txt");
+    let cache = std::fs::read_to_string(&cache)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", cache.display()));
+    if cache_value(&cache, "SNMALLOC_UNWINDER_CHOSEN") == Some("libunwind") {
+        let library = cache_value(&cache, "SNMALLOC_LIBUNWIND_LIBRARY")
+            .map(PathBuf::from)
+            .expect("SNMALLOC_LIBUNWIND_LIBRARY in CMakeCache.txt with libunwind chosen");
+        if let Some(directory) = library.parent() {
+            println!("cargo:rustc-link-search=native={}", directory.display());
+        }
+        println!("cargo:rustc-link-lib=dylib=unwind");
+    }
+}
+
+/// The value of `name` in a CMakeCache.txt (`NAME:TYPE=value` lines).
+fn cache_value<'a>(cache: &'a str, name: &str) -> Option<&'a str> {
+    cache.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.split(':').next() == Some(name)).then_some(value)
+    })
 }
 
 fn run(command: &mut Command) {

@@ -2,14 +2,15 @@
 # A sampled stack end to end, through the stack walker the program was
 # built with: hold_and_dump's objects (every one sampled) must be found by
 # go tool pprof under the stack hold_objects <- main, with the right count.
-#   hold_stack.sh <hold_and_dump program>
+#   hold_stack.sh <hold_and_dump program> [emulator, when cross-built]
 set -uo pipefail
 prog=$(realpath "$1")
+run=("${@:2}" "$prog")
 go=$(command -v go || echo /usr/lib/go/bin/go)
 [ -x "$go" ] || { echo "FAIL: go not found (golang-go is needed to read profiles)"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-SNMALLOC_PROFILE=mode=count,rate=1 "$prog" "$work/a.pb.gz" "$work/b.pb.gz" >"$work/out" 2>"$work/err"
+SNMALLOC_PROFILE=mode=count,rate=1 "${run[@]}" "$work/a.pb.gz" "$work/b.pb.gz" >"$work/out" 2>"$work/err"
 status=$?
 if [ $status -ne 0 ] || [ "$(cat "$work/out")" != "dumps 0 0" ]; then
   echo "FAIL: status $status, printed '$(cat "$work/out")'"; cat "$work/err"; exit 1

@@ -17,14 +17,21 @@ frame over libc), recursion, qsort's callback (libc's frames, built without
 frame pointers), a C++ destructor run by an exception in flight, a catch
 block, and every call between the program and a shared library of its own.
 
+Where there is no built-in walker (aarch64) the probe's walk is libgcc's,
+so the test holds libgcc and libunwind to each other; cross-built, the
+programs run under --emulator, and a compiler may carry its own flags
+("clang++ --target=aarch64-linux-gnu").
+
 The seed is printed; `--seed S --programs 1` replays a failing program.
 
 usage: walker_oracle.py --probe libwalker-oracle-probe.so --compiler g++
        [--compiler clang++] [--programs N] [--seed S] [--keep DIR]
+       [--emulator PROGRAM]
 """
 import argparse
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -189,10 +196,11 @@ def generate(seed):
     return main, lib, chains
 
 
-def build_and_run(work, compiler, opt, fp, probe, main_src, lib_src):
+def build_and_run(work, compiler, opt, fp, probe, main_src, lib_src, emulator):
     flags = [opt, "-g", "-fexceptions", "-Wno-attributes",
              "-fno-omit-frame-pointer" if fp else "-fomit-frame-pointer"]
-    tag = f"{os.path.basename(compiler)}{opt}{'-fp' if fp else '-nofp'}"
+    compiler = shlex.split(compiler)
+    tag = f"{os.path.basename(compiler[0])}{opt}{'-fp' if fp else '-nofp'}"
     d = os.path.join(work, tag)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "main.cc"), "w") as f:
@@ -203,14 +211,14 @@ def build_and_run(work, compiler, opt, fp, probe, main_src, lib_src):
     prog = os.path.join(d, "shapes")
     probe_dir = os.path.dirname(probe)
     for cmd in (
-        [compiler, *flags, "-fPIC", "-shared", "-o", lib, os.path.join(d, "lib.cc")],
-        [compiler, *flags, "-rdynamic", "-o", prog, os.path.join(d, "main.cc"), lib, probe,
+        [*compiler, *flags, "-fPIC", "-shared", "-o", lib, os.path.join(d, "lib.cc")],
+        [*compiler, *flags, "-rdynamic", "-o", prog, os.path.join(d, "main.cc"), lib, probe,
          f"-Wl,-rpath,{d}:{probe_dir}"],
     ):
         built = subprocess.run(cmd, capture_output=True, text=True)
         if built.returncode != 0:
             return tag, None, f"build failed: {' '.join(cmd)}\n{built.stderr}"
-    ran = subprocess.run([prog], capture_output=True, text=True, timeout=60)
+    ran = subprocess.run([*emulator, prog], capture_output=True, text=True, timeout=120)
     summary = ran.stdout.strip().splitlines()[-1:] or [""]
     fields = summary[0].split()
     counts = dict(zip(fields[0::2], map(int, fields[1::2]))) if len(fields) == 8 else None
@@ -226,14 +234,15 @@ def main():
     ap.add_argument("--programs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--keep", default=None)
+    ap.add_argument("--emulator", default=None)
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1000000007
-    compilers = [c for c in args.compiler if shutil.which(c)]
+    compilers = [c for c in args.compiler if shutil.which(shlex.split(c)[0])]
     for c in args.compiler:
         if c not in compilers:
             print(f"walker_oracle: {c} not installed, not used")
     print(f"walker_oracle: seeds {seed} .. {seed + args.programs - 1} "
-          f"(replay one: --seed S --programs 1), compilers {' '.join(compilers)}")
+          f"(replay one: --seed S --programs 1), compilers {', '.join(compilers)}")
     work = args.keep or tempfile.mkdtemp(prefix="walker-oracle-")
     totals = {"stacks": 0, "frames": 0, "fell_back": 0, "mismatches": 0}
     builds = failures = shapes = 0
@@ -246,7 +255,8 @@ def main():
                 for opt in ("-O0", "-O2", "-O3"):
                     for fp in (True, False):
                         tag, counts, error = build_and_run(
-                            os.path.join(work, str(s)), compiler, opt, fp, args.probe, main_src, lib_src)
+                            os.path.join(work, str(s)), compiler, opt, fp, args.probe, main_src, lib_src,
+                            [args.emulator] if args.emulator else [])
                         builds += 1
                         if counts:
                             for key in totals:
@@ -259,7 +269,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     print(f"walker_oracle: {args.programs} programs ({shapes} chains of shapes) x {builds // max(args.programs, 1)} "
           f"builds: {totals['stacks']} stacks, {totals['frames']} frames compared, "
-          f"{totals['fell_back']} walked by libgcc after the built-in walker fell back, "
+          f"{totals['fell_back']} walked by libgcc (the built-in walker fell back, or there is none), "
           f"{totals['mismatches']} mismatches, {failures} failed builds or runs")
     return 1 if failures or not compilers or totals["frames"] == 0 else 0
 

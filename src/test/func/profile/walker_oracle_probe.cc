@@ -1,9 +1,9 @@
 // The probe of walker_oracle.py's generated programs, a shared library they
 // call at the innermost frame of each call shape: walks the stack with the
-// walker a sample uses on x86-64 (the built-in one, and libgcc's where it
-// falls back) and with libunwind, the oracle, and requires the same return
-// addresses, from the probe's caller out to the end of the stack, which
-// must reach `main` (the programs export it: -rdynamic).
+// built-in walker (libgcc's where it falls back, and where there is no
+// built-in walker) and with libunwind, the oracle, and requires the same
+// return addresses, from the probe's caller out to the end of the stack,
+// which must reach `main` (the programs export it: -rdynamic).
 #include <snmalloc/profile/stacks/stack_capture.h>
 
 #include <cstdio>
