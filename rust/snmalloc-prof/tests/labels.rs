@@ -7,9 +7,11 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::process::Command;
 
 use snmalloc_prof::{profile, SnMalloc};
+
+mod common;
+use common::pprof_top_cum;
 
 #[global_allocator]
 static ALLOCATOR: SnMalloc = SnMalloc;
@@ -23,35 +25,6 @@ fn labelled_boxes(n: usize) -> Vec<Box<[u8; SIZE]>> {
     (0..n).map(|i| Box::new([i as u8; SIZE])).collect()
 }
 
-/// The cumulative value of `function` in one sample type, as `go tool
-/// pprof -top` shows it with `options` (the boxes are made in frames it
-/// calls: iterator adaptors, Box::new's inlined parts).
-fn cum(profile: &Path, sample_index: &str, options: &[&str], function: &str) -> i64 {
-    let output = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodefraction=0"])
-        .arg(format!("-sample_index={sample_index}"))
-        .args(options)
-        .arg(profile)
-        .output()
-        .expect("cannot run `go tool pprof`: this test needs Go (Debian: golang-go)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "go tool pprof failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split_whitespace().collect();
-            let cum = columns.get(3)?.parse::<i64>().ok()?;
-            columns[5..].join(" ").contains(function).then_some(cum)
-        })
-        .max()
-        .unwrap_or(0)
-}
 
 #[test]
 fn with_label_tags_the_allocations_of_its_closure() {
@@ -85,18 +58,18 @@ fn with_label_tags_the_allocations_of_its_closure() {
 
     // Each call's count includes the vector that holds its boxes.
     let site = "labelled_boxes";
-    let inuse = |options: &[&str]| cum(&heap, "inuse_objects", options, site);
+    let inuse = |options: &[&str]| pprof_top_cum(&heap, "inuse_objects", options, site);
     assert_eq!(inuse(&[]), 100 + 1 + 30 + 1 + 7 + 1);
     assert_eq!(inuse(&["-tagfocus=tenant=acme"]), 100 + 1 + 30 + 1);
     assert_eq!(inuse(&["-tagfocus=request=r7"]), 30 + 1);
     assert_eq!(inuse(&["-tagfocus=request=panicked"]), 0);
     assert_eq!(inuse(&["-tagignore=tenant=acme"]), 7 + 1);
     assert_eq!(
-        cum(&heap, "alloc_objects", &["-tagfocus=request=r7"], site),
+        pprof_top_cum(&heap, "alloc_objects", &["-tagfocus=request=r7"], site),
         30 + 1 + 20 + 1
     );
     let other_thread = ["-tagfocus=request=r7", "-tagfocus=freed_by=other_thread"];
-    assert_eq!(cum(&lifetimes, "freed_objects", &other_thread, site), 20 + 1);
+    assert_eq!(pprof_top_cum(&lifetimes, "freed_objects", &other_thread, site), 20 + 1);
 
     drop((outer, inner, unlabelled));
     std::fs::remove_file(&heap).unwrap();

@@ -7,9 +7,11 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::process::Command;
 
 use snmalloc_prof::{profile, SnMalloc};
+
+mod common;
+use common::pprof_top_cum;
 
 #[global_allocator]
 static ALLOCATOR: SnMalloc = SnMalloc;
@@ -39,35 +41,6 @@ fn boxes_for_another_thread() -> Vec<Box<[u8; SIZE]>> {
     (0..HANDED).map(|i| Box::new([i as u8; SIZE])).collect()
 }
 
-/// `go tool pprof -top` of one sample type, with more options: the largest
-/// cumulative value of a row naming `function` (its name is demangled or
-/// half-demangled depending on the mangling scheme).
-fn count(profile: &Path, sample_index: &str, options: &[&str], function: &str) -> i64 {
-    let output = Command::new("go")
-        .args(["tool", "pprof", "-top"])
-        .arg(format!("-sample_index={sample_index}"))
-        .args(options)
-        .arg(profile)
-        .output()
-        .expect("cannot run `go tool pprof`: this test needs Go (Debian: golang-go)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "go tool pprof failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split_whitespace().collect();
-            let cum = columns.get(3)?.parse::<i64>().ok()?;
-            columns[5..].join(" ").contains(function).then_some(cum)
-        })
-        .max()
-        .unwrap_or(0)
-}
 
 #[test]
 fn lifetimes_of_dropped_held_and_handed_boxes() {
@@ -88,17 +61,17 @@ fn lifetimes_of_dropped_held_and_handed_boxes() {
     profile::stop().unwrap();
 
     let other = ["-tagfocus=freed_by=other_thread"];
-    assert_eq!(count(&path, "freed_objects", &[], "churn_boxes"), CHURNED as i64);
-    assert_eq!(count(&path, "freed_objects", &other, "churn_boxes"), 0);
+    assert_eq!(pprof_top_cum(&path, "freed_objects", &[], "churn_boxes"), CHURNED as i64);
+    assert_eq!(pprof_top_cum(&path, "freed_objects", &other, "churn_boxes"), 0);
     // Each site's count includes the vector that holds its boxes.
-    assert_eq!(count(&path, "live_objects", &[], "hold_boxes"), HELD as i64 + 1);
-    assert_eq!(count(&path, "freed_objects", &[], "hold_boxes"), 0);
+    assert_eq!(pprof_top_cum(&path, "live_objects", &[], "hold_boxes"), HELD as i64 + 1);
+    assert_eq!(pprof_top_cum(&path, "freed_objects", &[], "hold_boxes"), 0);
     assert_eq!(
-        count(&path, "freed_objects", &other, "boxes_for_another_thread"),
+        pprof_top_cum(&path, "freed_objects", &other, "boxes_for_another_thread"),
         HANDED as i64 + 1
     );
     assert_eq!(
-        count(&path, "freed_objects", &["-tagfocus=freed_by=same_thread"], "boxes_for_another_thread"),
+        pprof_top_cum(&path, "freed_objects", &["-tagfocus=freed_by=same_thread"], "boxes_for_another_thread"),
         0
     );
 

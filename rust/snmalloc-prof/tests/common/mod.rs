@@ -2,6 +2,8 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::alloc::{alloc, dealloc, Layout};
+use std::path::Path;
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use snmalloc_prof::profile::Sample;
@@ -94,4 +96,36 @@ pub fn taken_during(sample: &Sample, thread_id: u64, start_ns: i64, end_ns: i64)
 pub fn stack_passes_through_allocate_tracked(frames: &[usize]) -> bool {
     let entry = allocate_tracked as fn(usize, &mut Vec<Tracked>) as usize;
     frames.iter().any(|&ret| ret > entry && ret - entry < 4096)
+}
+
+/// The largest cumulative value, in `go tool pprof -top` of one sample
+/// type with more `options`, of a row naming `function` (its name is
+/// demangled or half-demangled depending on the mangling scheme; the boxes
+/// are made in frames it calls: iterator adaptors, Box::new's inlined
+/// parts).
+pub fn pprof_top_cum(profile: &Path, sample_index: &str, options: &[&str], function: &str) -> i64 {
+    let output = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodefraction=0"])
+        .arg(format!("-sample_index={sample_index}"))
+        .args(options)
+        .arg(profile)
+        .output()
+        .expect("cannot run `go tool pprof`: this test needs Go (Debian: golang-go)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "go tool pprof failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            let cum = columns.get(3)?.parse::<i64>().ok()?;
+            columns[5..].join(" ").contains(function).then_some(cum)
+        })
+        .max()
+        .unwrap_or(0)
 }
