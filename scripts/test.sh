@@ -142,9 +142,11 @@ aarch64_left_out=(
   # Lifetimes measured against the clock: under emulation an object freed
   # at once lives far longer than the 1 us bucket the test expects.
   'func-profile-lifetimes-'
-  # The census's own test crashes (SIGSEGV) in every case under qemu on
-  # aarch64 after its first census passed, not yet diagnosed; the census
-  # against the profile (func-profile-census) runs.
+  # A known fault, not yet diagnosed: under qemu on aarch64 the first
+  # 64 bytes of a fresh malloc(1990827) in this test's sequence of mixed
+  # small, large, aligned and realloc'd objects fault when written (the
+  # same sequence runs on x86-64); the census against the profile
+  # (func-profile-census) runs.
   'func-census'
   # Needs the loader to map a library again where an unloaded one was;
   # under qemu it does only sometimes ("nothing to test": the case aborts).
