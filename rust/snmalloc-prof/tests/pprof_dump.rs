@@ -5,9 +5,11 @@
 //! Its own test binary: the profiler is per process.
 
 use std::path::Path;
-use std::process::Command;
 
 use snmalloc_prof::{profile, SnMalloc};
+
+mod common;
+use common::pprof_top_rows;
 
 #[global_allocator]
 static ALLOCATOR: SnMalloc = SnMalloc;
@@ -71,36 +73,8 @@ const TOLERANCE_SD: f64 = 5.0;
 /// `go tool pprof -top` of the profile: for every node, its name and its
 /// cumulative bytes.
 fn pprof_top(profile: &Path) -> Vec<(String, f64)> {
-    let output = Command::new("go")
-        .args([
-            "tool",
-            "pprof",
-            "-top",
-            "-sample_index=inuse_space",
-            "-unit=byte",
-        ])
-        .arg(profile)
-        .output()
-        .expect("cannot run `go tool pprof`: this test needs Go (Debian: golang-go)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "go tool pprof failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // Rows after the header: flat flat% sum% cum cum% name, where name may
-    // contain spaces ("<T as Trait>::f").
-    let rows: Vec<(String, f64)> = stdout
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split_whitespace().collect();
-            let cum = columns.get(3)?.trim_end_matches('B').parse::<f64>().ok()?;
-            Some((columns[5..].join(" "), cum))
-        })
-        .collect();
-    assert!(!rows.is_empty(), "no rows in pprof output:\n{stdout}");
+    let rows = pprof_top_rows(profile, &["-sample_index=inuse_space", "-unit=byte"]);
+    assert!(!rows.is_empty(), "no rows in pprof output of {}", profile.display());
     rows
 }
 

@@ -98,15 +98,12 @@ pub fn stack_passes_through_allocate_tracked(frames: &[usize]) -> bool {
     frames.iter().any(|&ret| ret > entry && ret - entry < 4096)
 }
 
-/// The largest cumulative value, in `go tool pprof -top` of one sample
-/// type with more `options`, of a row naming `function` (its name is
-/// demangled or half-demangled depending on the mangling scheme; the boxes
-/// are made in frames it calls: iterator adaptors, Box::new's inlined
-/// parts).
-pub fn pprof_top_cum(profile: &Path, sample_index: &str, options: &[&str], function: &str) -> i64 {
+/// `go tool pprof -top` of `profile` with `options`: each row's name and
+/// cumulative value (rows whose value does not parse, such as "1.5MB"
+/// without `-unit=byte`, are left out).
+pub fn pprof_top_rows(profile: &Path, options: &[&str]) -> Vec<(String, f64)> {
     let output = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodefraction=0"])
-        .arg(format!("-sample_index={sample_index}"))
+        .args(["tool", "pprof", "-top"])
         .args(options)
         .arg(profile)
         .output()
@@ -117,15 +114,33 @@ pub fn pprof_top_cum(profile: &Path, sample_index: &str, options: &[&str], funct
         "go tool pprof failed: {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // Rows after the header: flat flat% sum% cum cum% name, where name may
+    // contain spaces ("<T as Trait>::f").
     stdout
         .lines()
         .skip_while(|line| !line.trim_start().starts_with("flat"))
         .skip(1)
         .filter_map(|line| {
             let columns: Vec<&str> = line.split_whitespace().collect();
-            let cum = columns.get(3)?.parse::<i64>().ok()?;
-            columns[5..].join(" ").contains(function).then_some(cum)
+            let cum = columns.get(3)?.trim_end_matches('B').parse::<f64>().ok()?;
+            Some((columns[5..].join(" "), cum))
         })
+        .collect()
+}
+
+/// The largest cumulative value, in `go tool pprof -top` of one sample
+/// type with more `options`, of a row naming `function` (its name is
+/// demangled or half-demangled depending on the mangling scheme; the boxes
+/// are made in frames it calls: iterator adaptors, Box::new's inlined
+/// parts).
+pub fn pprof_top_cum(profile: &Path, sample_index: &str, options: &[&str], function: &str) -> i64 {
+    let sample_index = format!("-sample_index={sample_index}");
+    let mut all = vec!["-nodefraction=0", sample_index.as_str()];
+    all.extend_from_slice(options);
+    pprof_top_rows(profile, &all)
+        .iter()
+        .filter(|(name, _)| name.contains(function))
+        .map(|&(_, cum)| cum as i64)
         .max()
         .unwrap_or(0)
 }

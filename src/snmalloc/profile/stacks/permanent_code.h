@@ -107,7 +107,8 @@ namespace snmalloc::profile
       }
     }
 
-    // First pass: the main program (the first object) and the profiler's.
+    // The loader's list, first time through: the main program (the first
+    // object) and the profiler's.
     static int visit_roots(dl_phdr_info* info, size_t, void* data)
     {
       auto& search = *static_cast<Search*>(data);
@@ -121,7 +122,7 @@ namespace snmalloc::profile
       return 0;
     }
 
-    // Second pass: the libraries they need, by file name (the loader
+    // The list again: the libraries they need, by file name (the loader
     // found each by that name), each name's first object only: the loader
     // lists objects in load order, and one of that name loaded later from
     // elsewhere (with dlopen) may be unloaded.
