@@ -288,24 +288,38 @@ namespace snmalloc::profile
         return {count_dump(ENOMEM)};
       }
     }
+
+    // A profile by `encode`, gzipped to a file written whole or not at all.
+    inline DumpResult encode_to_path(const char* path, std::vector<uint8_t> (*encode)())
+    {
+      if (path == nullptr || *path == '\0')
+        return {EINVAL};
+      return encode_and_write(
+        [path](const uint8_t* data, size_t size) {
+          return write_gzip_file_atomic(path, data, size);
+        },
+        encode);
+    }
+
+    // The same, gzipped to an open descriptor.
+    inline DumpResult encode_to_fd(int fd, std::vector<uint8_t> (*encode)())
+    {
+      if (fd < 0)
+        return {EBADF};
+      return encode_and_write(
+        [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
+        encode);
+    }
   } // namespace detail
 
   inline DumpResult dump(const char* path)
   {
-    if (path == nullptr || *path == '\0')
-      return {EINVAL};
-    return detail::encode_and_write([path](const uint8_t* data, size_t size) {
-      return write_gzip_file_atomic(path, data, size);
-    });
+    return detail::encode_to_path(path, detail::encode_current_profile);
   }
 
   inline DumpResult dump(int fd)
   {
-    if (fd < 0)
-      return {EBADF};
-    return detail::encode_and_write([fd](const uint8_t* data, size_t size) {
-      return write_gzip_fd(fd, data, size);
-    });
+    return detail::encode_to_fd(fd, detail::encode_current_profile);
   }
 
   // The same for the peak-heap profile: the live heap as it was when the
@@ -313,63 +327,33 @@ namespace snmalloc::profile
   // are those of now.
   inline DumpResult dump_peak(const char* path)
   {
-    if (path == nullptr || *path == '\0')
-      return {EINVAL};
-    return detail::encode_and_write(
-      [path](const uint8_t* data, size_t size) {
-        return write_gzip_file_atomic(path, data, size);
-      },
-      detail::encode_peak_profile);
+    return detail::encode_to_path(path, detail::encode_peak_profile);
   }
 
   inline DumpResult dump_peak(int fd)
   {
-    if (fd < 0)
-      return {EBADF};
-    return detail::encode_and_write(
-      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
-      detail::encode_peak_profile);
+    return detail::encode_to_fd(fd, detail::encode_peak_profile);
   }
 
   // The footprint profile, written as dump(path) writes the heap profile.
   inline DumpResult dump_footprint(const char* path)
   {
-    if (path == nullptr || *path == '\0')
-      return {EINVAL};
-    return detail::encode_and_write(
-      [path](const uint8_t* data, size_t size) {
-        return write_gzip_file_atomic(path, data, size);
-      },
-      detail::encode_footprint_profile);
+    return detail::encode_to_path(path, detail::encode_footprint_profile);
   }
 
   inline DumpResult dump_footprint(int fd)
   {
-    if (fd < 0)
-      return {EBADF};
-    return detail::encode_and_write(
-      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
-      detail::encode_footprint_profile);
+    return detail::encode_to_fd(fd, detail::encode_footprint_profile);
   }
 
   // The lifetime profile, written as dump(path) writes the heap profile.
   inline DumpResult dump_lifetimes(const char* path)
   {
-    if (path == nullptr || *path == '\0')
-      return {EINVAL};
-    return detail::encode_and_write(
-      [path](const uint8_t* data, size_t size) {
-        return write_gzip_file_atomic(path, data, size);
-      },
-      detail::encode_lifetime_profile);
+    return detail::encode_to_path(path, detail::encode_lifetime_profile);
   }
 
   inline DumpResult dump_lifetimes(int fd)
   {
-    if (fd < 0)
-      return {EBADF};
-    return detail::encode_and_write(
-      [fd](const uint8_t* data, size_t size) { return write_gzip_fd(fd, data, size); },
-      detail::encode_lifetime_profile);
+    return detail::encode_to_fd(fd, detail::encode_lifetime_profile);
   }
 } // namespace snmalloc::profile
