@@ -92,6 +92,14 @@ def library(path, name, env=None):
 JEMALLOC_PROF = f"prof:true,prof_active:true,lg_prof_sample:{int(SAMPLE_BYTES).bit_length() - 1}"
 
 
+def named_shim(text):
+    """--also's NAME=SHIM; the shim's path is made absolute, since runs start in a scratch directory."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=SHIM, got {text!r}")
+    return name, os.path.abspath(path)
+
+
 def jemalloc_profiling(path):
     """jemalloc with its profiler on, or why this build cannot do it: the
     probe's statistics must say the profiler is on (a build without prof
@@ -400,7 +408,7 @@ def main():
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test this script")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=SHIM",
-                        type=lambda text: tuple(text.split("=", 1)),
+                        type=named_shim,
                         help="one more allocator to preload (repeatable); ours is also compared with it round by round")
     parser.add_argument("--pinned", action="store_true",
                         help="run every allocator also pinned to one CPU (taskset), in the same rounds")
