@@ -3,10 +3,17 @@
 # of one #include), so each header includes what it uses.  Fails naming
 # every header that does not compile, with its first errors.
 #
-# Usage: check_headers_alone.sh CXX SRC_DIR [FLAGS...]
+# Usage: check_headers_alone.sh [--mentioning REGEX] CXX SRC_DIR [FLAGS...]
 #   SRC_DIR is the folder holding snmalloc/; FLAGS are added to each
-#   compile (for example -DSNMALLOC_PROFILE=1).
+#   compile (for example -DSNMALLOC_PROFILE=1).  --mentioning compiles
+#   only the headers whose text matches REGEX (grep -E): a build choice
+#   is tested where it is read, without compiling every header again.
 set -uo pipefail
+mentioning=
+if [[ ${1-} == --mentioning ]]; then
+  mentioning=$2
+  shift 2
+fi
 cxx=$1 src=$2
 shift 2
 export cxx src
@@ -24,7 +31,11 @@ compile_one() {
 }
 export -f compile_one
 
-mapfile -t headers < <(cd "$src" && find snmalloc -name '*.h' | sort)
+if [[ -n $mentioning ]]; then
+  mapfile -t headers < <(cd "$src" && grep -rlE --include='*.h' -- "$mentioning" snmalloc | sort)
+else
+  mapfile -t headers < <(cd "$src" && find snmalloc -name '*.h' | sort)
+fi
 ((${#headers[@]} > 0)) || { echo "no headers under $src/snmalloc"; exit 1; }
 failures=$(printf '%s\n' "${headers[@]}" |
   xargs -P "$(nproc)" -I{} bash -c 'compile_one "$@"' _ {} "${flags[@]}" | tee /dev/stderr | grep -c '^FAIL')
