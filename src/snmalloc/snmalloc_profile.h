@@ -80,10 +80,15 @@ int snmalloc_profile_configure(const char* settings);
    (pprof string labels: go tool pprof -tagfocus=key=value, -tagshow=key).
    Nestable; an inner label of the same key hides the outer one.  A sample
    keeps its labels whichever thread frees it and after its thread exits.
-   Push: 0; E2BIG when the set lost something (past 8 labels, a key or value
-   over 64 bytes cut, or the process's 65536 label sets used up): the push
-   stands and is popped as any other; EINVAL for a NULL or empty key or a
-   NULL value, pushing nothing.  Pop: 0; EINVAL when nothing is pushed.
+   The strings are read at the samples taken until the pop, not copied at
+   the push: key and value must stay valid and unchanged until the
+   matching pop.  Push: 0; E2BIG past 8 labels (the push adds nothing, but
+   stands and is popped as any other); EINVAL for a NULL or empty key or a
+   NULL value, pushing nothing.  A key or value over 64 bytes is cut, and
+   past the process's 65536 label sets a label adds nothing; both are
+   found at the next sample, so push returns 0 for them and only the
+   profile's truncation count says so.  Pop: 0; EINVAL when nothing is
+   pushed.
    Exported by every shim library: built without SNMALLOC_PROFILE, both
    keep nothing and return 0. */
 int snmalloc_profile_label_push(const char* key, const char* value);

@@ -94,9 +94,10 @@ extern "C" {
     /// The peak-heap profile, to a path or a descriptor.
     pub fn snmalloc_profile_dump_peak(path: *const c_char) -> c_int;
     pub fn snmalloc_profile_dump_peak_fd(fd: c_int) -> c_int;
-    /// Allocation labels of the calling thread: 0, E2BIG when the set lost
-    /// something (the push stands), EINVAL for a null or empty key or a
-    /// null value (nothing pushed).
+    /// Allocation labels of the calling thread: 0, E2BIG past 8 labels
+    /// (the push stands), EINVAL for a null or empty key or a null value
+    /// (nothing pushed).  Keeps the pointers: both strings must stay valid
+    /// and unchanged until the matching pop.
     pub fn snmalloc_profile_label_push(key: *const c_char, value: *const c_char) -> c_int;
     /// 0, or EINVAL when nothing is pushed.
     pub fn snmalloc_profile_label_pop() -> c_int;

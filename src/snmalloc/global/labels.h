@@ -5,14 +5,18 @@
 // labels (`go tool pprof -tagfocus=tenant=acme`).  Nestable: an inner
 // label of the same key hides the outer one until popped.
 //
-//   push_label(key, value)  0; E2BIG when the set lost something (more
-//                  than 8 labels, a key or value over 64 bytes, or the
-//                  process's 65536 label sets used up), the push standing
-//                  and to be popped; EINVAL, pushing nothing, for a null
-//                  or empty key or a null value
+//   push_label(key, value)  0; E2BIG past 8 labels (the push adds
+//                  nothing but stands, to be popped); EINVAL, pushing
+//                  nothing, for a null or empty key or a null value.  Key
+//                  and value are kept as pointers, not copied: both must
+//                  stay valid and unchanged until the matching pop.  A key
+//                  or value over 64 bytes is cut, and the process's 65536
+//                  label sets used up adds nothing, found at the next
+//                  sample: the push returns 0 and the profile's truncation
+//                  count says so.
 //   pop_label()    0; EINVAL when nothing is pushed
 //   ScopedLabel    pushes in its constructor, pops in its destructor (not
-//                  when the push was refused)
+//                  when the push was refused); its strings must outlive it
 //
 // Without SNMALLOC_PROFILE they exist, keep nothing and return 0.
 

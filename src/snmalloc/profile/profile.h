@@ -10,8 +10,8 @@
 //   core/     decide: settings.h (start/stop state), sample_mode.h (what
 //             a rate means, what a sample weighs), sampler.h (where the
 //             next sample falls: the free-list split at refill),
-//             label_sets.h (allocation labels: interned sets, each
-//             thread's stack of them)
+//             label_sets.h (allocation labels: interned sets),
+//             thread_labels.h (each thread's stack of them)
 //   stacks/   record: stack_capture.h (the walk: own .eh_frame walker on
 //             x86-64), frame_rule_cache.h (its per-address rule cache),
 //             permanent_code.h (the code that is never unloaded, whose

@@ -8,7 +8,7 @@
 #include "samples/lifetime_stats.h"
 #include "guard/guard_report.h"
 #include "samples/profile_pool.h"
-#include "core/label_sets.h"
+#include "core/thread_labels.h"
 #include "core/sampler.h"
 
 #include <sys/syscall.h>
@@ -43,7 +43,7 @@ namespace snmalloc::profile
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
     double w = sample_weight(rate.mode, size, rate.interval);
-    uint32_t labels = thread_labels.current;
+    uint32_t labels = thread_labels.current_set();
     if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
       label_sets.count_truncated_sample();
     uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size), labels);

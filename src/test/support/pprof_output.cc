@@ -196,6 +196,20 @@ namespace snmalloc_test
           raw.samples.back().bytes_labels.push_back(std::stoll(number));
           continue;
         }
+        if (!std::isdigit(static_cast<unsigned char>(t[0])))
+        {
+          // "team:[red] tenant:[x]": string labels of the sample above.
+          REQUIRE(!raw.samples.empty());
+          for (size_t at = 0; at < t.size();)
+          {
+            size_t open = t.find(":[", at), close = t.find(']', open);
+            REQUIRE(close != std::string::npos);
+            raw.samples.back().string_labels[t.substr(at, open - at)] =
+              t.substr(open + 2, close - open - 2);
+            at = t.find_first_not_of(' ', close + 1);
+          }
+          continue;
+        }
         RawSample sample;
         std::stringstream values(t.substr(0, colon));
         for (int64_t v; values >> v;)

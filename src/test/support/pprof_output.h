@@ -63,6 +63,10 @@ namespace snmalloc_test
     std::vector<int64_t> values; // in the order of RawProfile::sample_types
     std::vector<std::string> functions; // innermost first
     std::vector<int64_t> bytes_labels;
+    // String labels, key to value as printed ("tenant" -> "acme"; the
+    // values of a key of several, space-separated).  A label line is told
+    // from a sample line by not starting with a digit.
+    std::map<std::string, std::string> string_labels;
   };
 
   struct RawProfile

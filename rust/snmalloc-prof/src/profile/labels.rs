@@ -43,8 +43,9 @@ fn c_text(text: &str) -> CString {
 /// ```
 pub fn with_label<R>(key: &str, value: &str, f: impl FnOnce() -> R) -> R {
     let (key, value) = (c_text(key), c_text(value));
-    // SAFETY: both are valid NUL-terminated strings for the call; the
-    // profiler copies them.
+    // SAFETY: both are valid NUL-terminated strings, and stay so until the
+    // pop: the profiler keeps the pointers, and `_pushed`, declared after
+    // them, is dropped (pops) before they are.
     let code = unsafe { sys::snmalloc_profile_label_push(key.as_ptr(), value.as_ptr()) };
     let _pushed = Pushed(code != EINVAL);
     f()

@@ -1,28 +1,28 @@
 #pragma once
 // Layer profile/core: allocation labels, the key/value pairs a thread sets
-// (tenant=acme) for the allocations it makes until it removes them.
+// (tenant=acme) for the allocations it makes until it removes them; here
+// the process's interned sets of them (a thread's stack of labels is
+// thread_labels.h).
 //
-// Every set of labels a thread ever holds is interned once, as a node that
-// adds one label to its parent set, so a set is a 32-bit id: a push looks
-// up (parent, key, value) under a lock and then stores the id in a
-// thread-local stack, and a pop is a load and a store.  A sample copies the
-// thread's current id into its site (the stack table keys sites by it), so
-// its labels live as long as its record, whichever thread frees it and
-// whether or not the allocating one still runs.
+// Every set of labels a sample was ever taken under is interned once, as a
+// node that adds one label to its parent set, so a set is a 32-bit id,
+// found by (parent, key, value) under a lock.  A sample copies its thread's
+// set id into its site (the stack table keys sites by it), so its labels
+// live as long as its record, whichever thread frees it and whether or not
+// the allocating one still runs.
 //
-// Bounded: at most MAX_LABEL_KEYS labels in a set (pushes past them are
-// kept for their pops, but add nothing), keys and values cut to
-// MAX_LABEL_TEXT bytes, and MAX_LABEL_SETS sets in a process (a push
-// past them adds nothing).  A set that lost anything that way carries
+// Bounded: at most MAX_LABEL_KEYS labels in a set, keys and values cut to
+// MAX_LABEL_TEXT bytes, and MAX_LABEL_SETS sets in a process (a label past
+// them adds nothing).  A set that lost anything that way carries
 // LABELS_TRUNCATED in its id, and a profile says how many samples were
 // taken under such sets.
 //
 // Nodes are immortal and never change once made, and their memory comes
-// from the OS (a push may run where malloc must not recurse).
+// from the OS (interning runs inside a sample, where malloc must not
+// recurse).
 
 #include "settings.h"
 
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 
@@ -181,46 +181,4 @@ namespace snmalloc::profile
   };
 
   inline LabelSets label_sets;
-
-  // A thread's labels: the set in force and the sets to go back to.
-  // Pushes past MAX_LABEL_KEYS are counted, not saved: their sets are all
-  // the one before them marked truncated, restored at the pop that
-  // leaves them.
-  struct ThreadLabels
-  {
-    uint32_t current = NO_LABELS;
-    uint32_t depth = 0;
-    uint32_t saved[MAX_LABEL_KEYS + 1];
-
-    // 0, or E2BIG when the set lost something (the push stands, to be
-    // popped as any other); EINVAL, pushing nothing, for a null or empty
-    // key or a null value.
-    int push(const char* key, const char* value)
-    {
-      if (key == nullptr || *key == '\0' || value == nullptr)
-        return EINVAL;
-      uint32_t before = current;
-      if (depth <= MAX_LABEL_KEYS)
-        saved[depth] = before;
-      uint32_t added = depth < MAX_LABEL_KEYS ?
-        label_sets.with(before & ~LABELS_TRUNCATED, key, value) :
-        before | LABELS_TRUNCATED;
-      depth++;
-      current = added | (before & LABELS_TRUNCATED);
-      return (added & LABELS_TRUNCATED) != 0 ? E2BIG : 0;
-    }
-
-    // 0, or EINVAL when nothing is pushed.
-    int pop()
-    {
-      if (depth == 0)
-        return EINVAL;
-      depth--;
-      if (depth <= MAX_LABEL_KEYS)
-        current = saved[depth];
-      return 0;
-    }
-  };
-
-  inline thread_local ThreadLabels thread_labels;
 } // namespace snmalloc::profile
