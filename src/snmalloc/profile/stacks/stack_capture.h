@@ -153,7 +153,10 @@ namespace snmalloc::profile
   // Return addresses of the frames from the one whose code is at `address`
   // (an instruction; for a caller, inside its call) with stack pointer
   // `sp` and rbp `bp`, outwards; SIZE_MAX if a frame needs the toolchain's
-  // unwinder.  `note(at, value)` is told each stack word read.
+  // unwinder.  `note` is told each return address read
+  // (return_address(at, value)), each saved rbp read (saved_rbp(at,
+  // value)), and before each use of rbp (rbp_used()): a walk's result
+  // depends on these alone (walk_memo.h).
   template<typename Note>
   SNMALLOC_FAST_PATH size_t step_frames(
     uintptr_t address, uintptr_t sp, uintptr_t bp, uintptr_t* out, size_t max, Note&& note)
@@ -185,17 +188,19 @@ namespace snmalloc::profile
         rbp_saved = rule.rbp_saved;
         rbp_below_cfa = uintptr_t(-intptr_t(rule.rbp_offset));
       }
+      if (from_rbp)
+        note.rbp_used();
       uintptr_t cfa = (from_rbp ? bp : sp) + cfa_offset;
       if (cfa <= sp) // callers' frames lie above: a wrong table, stop
         break;
       const auto* return_address_at = reinterpret_cast<const uintptr_t*>(cfa - 8);
       uintptr_t return_address = *return_address_at;
-      note(return_address_at, return_address);
+      note.return_address(return_address_at, return_address);
       if (rbp_saved)
       {
         const auto* bp_at = reinterpret_cast<const uintptr_t*>(cfa - rbp_below_cfa);
         bp = *bp_at;
-        note(bp_at, bp);
+        note.saved_rbp(bp_at, bp);
       }
       sp = cfa;
       if (return_address == 0)
@@ -218,7 +223,7 @@ namespace snmalloc::profile
     asm volatile("movq %%rbp, %2\n\tmovq %%rsp, %1\n\tleaq 0(%%rip), %0"
                  : "=&r"(ip), "=&r"(sp), "=&r"(bp));
     // ip: an instruction of this function, not a call
-    return step_frames(ip, sp, bp, out, max, [](const uintptr_t*, uintptr_t) {});
+    return step_frames(ip, sp, bp, out, max, WalkMemo::NoNote{});
 #else
     // The rules are x86-64's (frame_rules.h): elsewhere the toolchain's
     // unwinder walks every stack.
@@ -247,9 +252,7 @@ namespace snmalloc::profile
     memo.begin(start.frame, start.return_address, frame[0], max);
     // The hook's frame stepped by its frame pointer: the CFA above the
     // return address, rbp saved at the frame.
-    size_t n = step_frames(
-      start.return_address - 1, start.frame + 16, frame[0], out, max,
-      [&](const uintptr_t* at, uintptr_t value) { memo.note(at, value); });
+    size_t n = step_frames(start.return_address - 1, start.frame + 16, frame[0], out, max, memo);
     if (n == SIZE_MAX || n > WalkMemo::MAX_FRAMES)
       return n;
     bool permanent = frame_rule_cache.cached_permanent(start.return_address - 1);
