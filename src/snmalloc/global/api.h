@@ -12,6 +12,16 @@ namespace snmalloc
 
   // ---- slow paths -------------------------------------------------------
 
+  // A sampling hook returns `p` through this, so that its call is not a
+  // tail call: the sample's walk starts at the hook's frame and reads the
+  // rbp saved there, which a tail call's callee pushes its own registers
+  // over (the walk then started from whatever they held).
+  SNMALLOC_FAST_PATH void* keep_frame(void* p)
+  {
+    asm volatile("" : "+r"(p));
+    return p;
+  }
+
   // alloc_refill returned nullptr: with profiling, a sample point may be
   // due.  Out of line, from what alloc_slow keeps anyway (`local`'s core is
   // `core`; the class follows from the size), so that the common refill
@@ -21,7 +31,7 @@ namespace snmalloc
   {
     Profiler::entered_sample_path(return_address, __builtin_frame_address(0));
     sizeclass_t sc = size_to_sizeclass(size);
-    return local.core->alloc_sample_due(local.fast[sc], sc, size, align);
+    return keep_frame(local.core->alloc_sample_due(local.fast[sc], sc, size, align));
   }
 
   // A large allocation with profiling, which may be sampled: out of line
@@ -32,7 +42,7 @@ namespace snmalloc
     Alloc& core, size_t size, size_t align, bool zero, void* return_address)
   {
     Profiler::entered_sample_path(return_address, __builtin_frame_address(0));
-    return core.alloc_large(size, align, zero);
+    return keep_frame(core.alloc_large(size, align, zero));
   }
 
   // `return_address` is alloc_slow's, where a sample's stack is cut.

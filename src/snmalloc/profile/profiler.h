@@ -42,11 +42,14 @@ namespace snmalloc::profile
     ProfilerGuard guard;
     uintptr_t frames[MAX_DEPTH];
     size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
-    double w = sample_weight(rate.mode, size, rate.interval);
     uint32_t labels = thread_labels.current_set();
     if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
       label_sets.count_truncated_sample();
-    uint32_t id = stack_table.record(frames, depth, size, requested, w, w * double(size), labels);
+    // The site's loads start here; the weight and the clock read cover them.
+    StackTable::SiteKey key = stack_table.key(frames, depth, size, labels);
+    double w = sample_weight(rate.mode, size, rate.interval);
+    int64_t birth_ns = Pal::precise_monotonic_ns();
+    uint32_t id = stack_table.record(key, frames, depth, size, requested, w, w * double(size), labels);
     SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
     if (r == nullptr)
     {
@@ -59,7 +62,7 @@ namespace snmalloc::profile
     r->interval = rate.interval;
     r->bytes = bytes;
     r->mode = rate.mode;
-    r->birth_ns = Pal::precise_monotonic_ns();
+    r->birth_ns = birth_ns;
     r->site_id = id;
     r->thread_id = this_thread_id();
     if (!list.registered)
@@ -95,15 +98,21 @@ namespace snmalloc::profile
     peak_profile.removed(r);
   }
 
-  // A sampled object is freed: its site counts its lifetime (a second clock
-  // read, the only one at a free) and whether another thread freed it.
-  // Its weight is what its live bytes were computed from, recovered by a
-  // division rather than computed again (an expm1 in bytes mode).
-  inline void count_lifetime(const SampleRecord* r)
+  // A sampled object is freed: what its site counts, its lifetime (a
+  // second clock read, the only one at a free) and whether another thread
+  // freed it.  Its weight is what its live bytes were computed from,
+  // recovered by a division rather than computed again (an expm1 in bytes
+  // mode).
+  inline LifetimeTable::Freed lifetime_end(const SampleRecord* r)
   {
     int64_t lifetime = Pal::precise_monotonic_ns() - r->birth_ns;
-    double weight = double(r->bytes) / double(r->allocated_size);
-    lifetime_table.freed(r->site_id, lifetime, r->thread_id != this_thread_id(), weight);
+    lifetime = lifetime < 0 ? 0 : lifetime;
+    return {
+      r->site_id,
+      r->thread_id != this_thread_id(),
+      lifetime,
+      double(r->bytes) / double(r->allocated_size),
+      lifetime_bucket(lifetime)};
   }
 
   // The stack of a free, allocator frames and all (the report cuts them
@@ -136,7 +145,7 @@ namespace snmalloc::profile
       write_guard_report(d, "", frames, depth);
       ::abort();
     }
-    count_lifetime(&slot.record);
+    lifetime_table.freed(lifetime_end(&slot.record));
     unlist(&slot.record);
     std::memcpy(slot.free_frames, frames, depth * sizeof(uintptr_t));
     slot.free_depth = uint32_t(depth);
@@ -376,9 +385,13 @@ namespace snmalloc::profile
         return;
       }
       SampleRecord* r = ProfilePool::live_record_of(p);
-      count_lifetime(r);
+      // The site's lifetime cell is counted last, its load started first:
+      // cold, it then arrives while the object goes back.
+      LifetimeTable::Freed end = lifetime_end(r);
+      lifetime_table.prefetch(end);
       unlist(r);
       profile_pool.dealloc(r);
+      lifetime_table.freed(end);
     }
 
     // Whether p is where a live sampled object starts; only then has a

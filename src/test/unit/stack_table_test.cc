@@ -43,8 +43,9 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
       {
         double w = double(stack + 1 + pass);
         size_t size = size_of(n);
-        uint32_t id =
-          table.record(frames, depths[stack], size, requested_of(n, pass), w, w * double(size));
+        StackTable::SiteKey key = table.key(frames, depths[stack], size, 0);
+        uint32_t id = table.record(
+          key, frames, depths[stack], size, requested_of(n, pass), w, w * double(size));
         wrong_ids += id != expected_id(n, stack);
       }
     }

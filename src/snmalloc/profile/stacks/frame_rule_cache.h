@@ -202,6 +202,15 @@ namespace snmalloc::profile
     }
 
   public:
+    // Whether `address`'s rule is cached and its code permanent: its rule
+    // will not change (walk_memo.h).
+    bool cached_permanent(uintptr_t address) const
+    {
+      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
+      return (word >> RULE_BITS) == uint64_t(address) >> INDEX_BITS && (word & UNLOADABLE) == 0 &&
+        (word & 7) != 0;
+    }
+
     // The cached step at `address`, true; or false and its rule in `rule`
     // (any kind, from the cache or the tables).
     SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)

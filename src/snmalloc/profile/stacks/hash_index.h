@@ -28,6 +28,12 @@ namespace snmalloc::profile
     Slot* slots_ = nullptr;
     size_t capacity_ = 0; // a power of two
     size_t count_ = 0;
+    // slots_ and capacity_ - 1 again, for prefetch(), which runs without
+    // the owner's lock: a pair read while grow() runs may mix the old
+    // array and the new, and names a line of either or past the old one,
+    // which a prefetch may (it never faults).
+    std::atomic<Slot*> prefetch_slots_{nullptr};
+    std::atomic<size_t> prefetch_mask_{0};
 
     bool grow(std::atomic<size_t>& os_bytes)
     {
@@ -49,16 +55,18 @@ namespace snmalloc::profile
       // is half the new one's size, so all of them together are too.
       slots_ = slots;
       capacity_ = capacity;
+      prefetch_slots_.store(slots, std::memory_order_relaxed);
+      prefetch_mask_.store(capacity - 1, std::memory_order_relaxed);
       return true;
     }
 
   public:
     // Start loading the line where `hash` is looked for, ahead of the
-    // probe.
+    // probe; with or without the owner's lock.
     void prefetch(uint64_t hash) const
     {
-      if (capacity_ != 0)
-        __builtin_prefetch(&slots_[hash & (capacity_ - 1)]);
+      if (Slot* slots = prefetch_slots_.load(std::memory_order_relaxed))
+        __builtin_prefetch(&slots[hash & prefetch_mask_.load(std::memory_order_relaxed)]);
     }
 
     // The word of the entry with this hash for which `same(word)` holds,

@@ -15,6 +15,7 @@
 
 #include "frame_rule_cache.h"
 #include "library_walkers.h"
+#include "walk_memo.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -50,6 +51,9 @@ namespace snmalloc::profile
   };
 
   inline thread_local WalkStart sample_walk_start;
+
+  // This thread's last walk from a sampling hook (walk_memo.h).
+  inline thread_local WalkMemo last_sample_walk;
 
   // If that address is not found (a frame the unwinder could not see), cut
   // this many: capture_stack, take_sample, the sampling hook, the
@@ -149,9 +153,13 @@ namespace snmalloc::profile
   // Return addresses of the frames from the one whose code is at `address`
   // (an instruction; for a caller, inside its call) with stack pointer
   // `sp` and rbp `bp`, outwards; SIZE_MAX if a frame needs the toolchain's
-  // unwinder.
-  SNMALLOC_FAST_PATH size_t
-  step_frames(uintptr_t address, uintptr_t sp, uintptr_t bp, uintptr_t* out, size_t max)
+  // unwinder.  `note` is told each return address read
+  // (return_address(at, value)), each saved rbp read (saved_rbp(at,
+  // value)), and before each use of rbp (rbp_used()): a walk's result
+  // depends on these alone (walk_memo.h).
+  template<typename Note>
+  SNMALLOC_FAST_PATH size_t step_frames(
+    uintptr_t address, uintptr_t sp, uintptr_t bp, uintptr_t* out, size_t max, Note&& note)
   {
     size_t n = 0;
     while (n < max)
@@ -180,12 +188,20 @@ namespace snmalloc::profile
         rbp_saved = rule.rbp_saved;
         rbp_below_cfa = uintptr_t(-intptr_t(rule.rbp_offset));
       }
+      if (from_rbp)
+        note.rbp_used();
       uintptr_t cfa = (from_rbp ? bp : sp) + cfa_offset;
       if (cfa <= sp) // callers' frames lie above: a wrong table, stop
         break;
-      uintptr_t return_address = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      const auto* return_address_at = reinterpret_cast<const uintptr_t*>(cfa - 8);
+      uintptr_t return_address = *return_address_at;
+      note.return_address(return_address_at, return_address);
       if (rbp_saved)
-        bp = *reinterpret_cast<const uintptr_t*>(cfa - rbp_below_cfa);
+      {
+        const auto* bp_at = reinterpret_cast<const uintptr_t*>(cfa - rbp_below_cfa);
+        bp = *bp_at;
+        note.saved_rbp(bp_at, bp);
+      }
       sp = cfa;
       if (return_address == 0)
         break;
@@ -207,7 +223,7 @@ namespace snmalloc::profile
     asm volatile("movq %%rbp, %2\n\tmovq %%rsp, %1\n\tleaq 0(%%rip), %0"
                  : "=&r"(ip), "=&r"(sp), "=&r"(bp));
     // ip: an instruction of this function, not a call
-    return step_frames(ip, sp, bp, out, max);
+    return step_frames(ip, sp, bp, out, max, WalkMemo::NoNote{});
 #else
     // The rules are x86-64's (frame_rules.h): elsewhere the toolchain's
     // unwinder walks every stack.
@@ -230,9 +246,20 @@ namespace snmalloc::profile
     const auto* frame = reinterpret_cast<const uintptr_t*>(start.frame);
     if (frame[1] != start.return_address)
       return 0;
+    WalkMemo& memo = last_sample_walk;
+    if (size_t n = memo.replay(start.frame, start.return_address, frame[0], max, out))
+      return n;
+    memo.begin(start.frame, start.return_address, frame[0], max);
     // The hook's frame stepped by its frame pointer: the CFA above the
     // return address, rbp saved at the frame.
-    return step_frames(start.return_address - 1, start.frame + 16, frame[0], out, max);
+    size_t n = step_frames(start.return_address - 1, start.frame + 16, frame[0], out, max, memo);
+    if (n == SIZE_MAX || n > WalkMemo::MAX_FRAMES)
+      return n;
+    bool permanent = frame_rule_cache.cached_permanent(start.return_address - 1);
+    for (size_t i = 0; i < n && permanent; i++)
+      permanent = frame_rule_cache.cached_permanent(out[i] - 1);
+    memo.keep(out, n, permanent);
+    return n;
 #else
     (void)start;
     (void)out;

@@ -92,6 +92,26 @@ __attribute__((noinline)) void exact_site_realloc(Held& h, size_t n)
   }
 }
 
+// One allocating function reached from two callers, each calling it at
+// the same stack depth: consecutive samples then start their walks at the
+// same frame and differ only further out.
+__attribute__((noinline)) void* exact_shared_leaf(size_t size)
+{
+  void* p = std::malloc(size);
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+__attribute__((noinline)) void exact_caller_a(std::vector<void*>& held, size_t size)
+{
+  held.push_back(exact_shared_leaf(size));
+}
+
+__attribute__((noinline)) void exact_caller_b(std::vector<void*>& held, size_t size)
+{
+  held.push_back(exact_shared_leaf(size));
+}
+
 // Frames for the replaced stack source: functions of this binary, each
 // with a body of its own so that no two are folded into one address.
 __attribute__((noinline)) int synthetic_frame_tiny() { return 1; }
@@ -304,4 +324,58 @@ TEST_CASE("exact mode: every site's counts and bytes with stacks from a replaced
   }
   CHECK(synthetic_stacks >= std::size(SITES));
   free_everything(held);
+}
+
+TEST_CASE("exact mode: a function reached from two callers in turn is charged to each")
+{
+  constexpr size_t CALLS = 600;
+  TempDir dir;
+  std::vector<void*> held;
+  held.reserve(CALLS);
+  int64_t want_a = 0, want_b = 0;
+  {
+    ProfilingAt exact(1);
+    on_fresh_thread([&] {
+      // The callers in a random order (runs of one and of several), the
+      // sizes small and large.
+      uint32_t x = 12345;
+      for (size_t i = 0; i < CALLS; i++)
+      {
+        x = x * 1103515245 + 12345;
+        size_t size = i % 4 == 0 ? 100 * 1024 + (i % 9) * 16384 : 16 + (i % 13) * 40;
+        if ((x >> 16) & 1)
+        {
+          exact_caller_a(held, size);
+          want_a++;
+        }
+        else
+        {
+          exact_caller_b(held, size);
+          want_b++;
+        }
+      }
+    });
+    dump_or_fail(dir.file("callers.pb.gz"));
+  }
+  for (void* p : held)
+    std::free(p);
+
+  int64_t got_a = 0, got_b = 0;
+  for (const RawSample& sample : read_raw(dir.file("callers.pb.gz")).samples)
+  {
+    const std::vector<std::string>& f = sample.functions;
+    for (size_t i = 0; i + 1 < f.size(); i++)
+    {
+      if (f[i] != "exact_shared_leaf")
+        continue;
+      INFO("caller " << f[i + 1]);
+      REQUIRE((f[i + 1] == "exact_caller_a" || f[i + 1] == "exact_caller_b"));
+      (f[i + 1] == "exact_caller_a" ? got_a : got_b) += sample.values[0];
+      break;
+    }
+  }
+  REQUIRE(want_a > 50);
+  REQUIRE(want_b > 50);
+  CHECK(got_a == want_a);
+  CHECK(got_b == want_b);
 }
