@@ -232,10 +232,10 @@ TEST_CASE("large-realloc-blocked-moves-pages")
 {
   if (snmalloc::config::checks)
     return; // which never moves pages: its runs are guarded
-  constexpr size_t size = 2 * mib;
+  constexpr size_t size = snmalloc::REMAP_THRESHOLD;
   std::vector<void*> kept;
   uint8_t* a = nullptr;
-  // Allocating 2 MiB twice usually puts the second right after the first
+  // Allocating a size twice usually puts the second right after the first
   // (its buddy, split off last); try until it does.
   for (int attempt = 0; attempt < 64 && a == nullptr; attempt++)
   {
