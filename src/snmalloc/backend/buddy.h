@@ -213,6 +213,16 @@ namespace snmalloc
       return frontier_;
     }
 
+    // A block of `order`: the head of the smallest order's list that has
+    // one (the most recently freed, so warm), or the head of the next
+    // order's if that lies lower, split down.  Lower addresses first keep
+    // short the range of memory that has held pages; going at most one
+    // order up keeps the larger blocks whole for runs to grow into.
+    // Measured by peak RSS (large-churn, realloc-growth): the smallest
+    // order's head alone 151.0 and 26.5 MiB; with the next order's 138.8
+    // and 20.9 MiB; the lowest of the heads of every order 140.6 and 20.6
+    // MiB, but two buffers growing in turns to 128 MiB then moved 100
+    // times instead of a few (func-api-large).
     Block alloc(size_t order)
     {
       if (order > MAX_ORDER)
@@ -222,6 +232,8 @@ namespace snmalloc
         o++;
       if (o > MAX_ORDER)
         return carve(order);
+      if (o < MAX_ORDER && heads_[o + 1] < heads_[o])
+        o++;
       size_t index = heads_[o];
       uintptr_t flags = flags_of(index);
       remove(index, o);
