@@ -117,7 +117,7 @@ namespace snmalloc
     {
       size_t run = guarded_run_bytes(usable);
       size_t lead = align <= GUARD_BYTES ? GUARD_BYTES : 0;
-      Backend::Chunks c = backend.alloc_chunks(lead + run, align, lead, run - usable);
+      Backend::Chunks c = backend.alloc_large_chunks(lead + run, align, lead, run - usable);
       if (c.base == nullptr)
         return nullptr;
       void* base = static_cast<char*>(c.base) + lead;
@@ -144,7 +144,7 @@ namespace snmalloc
       size_t bytes = large_size(size);
       if constexpr (config::checks)
         return alloc_guarded(bytes, align, zero, kind, meta);
-      Backend::Chunks c = backend.alloc_chunks(bytes, align);
+      Backend::Chunks c = backend.alloc_large_chunks(bytes, align);
       if (c.base == nullptr)
         return nullptr;
       if (zero && !c.zeroed)
