@@ -99,11 +99,9 @@ namespace snmalloc
       bool zeroed = false;
     };
 
-    // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
-    // power of two; at least CHUNK_SIZE is implied).  The caller sets its
-    // pagemap entries.  The checks build leaves the first `guard_before`
-    // and the last `guard_after` bytes inaccessible.
-    Chunks alloc_chunks(size_t bytes, size_t align, size_t guard_before = 0, size_t guard_after = 0) noexcept
+  private:
+    // A run taken from the block `fit` picks (Buddy::Fit).
+    Chunks alloc_chunks_by(Buddy::Fit fit, size_t bytes, size_t align, size_t guard_before, size_t guard_after) noexcept
     {
       size_t chunks = bytes >> config::CHUNK_BITS;
       size_t align_order =
@@ -111,7 +109,7 @@ namespace snmalloc
       LockGuard g(lock_);
       if (!ensure_init_locked())
         return {};
-      Buddy::Block b = buddy_.alloc_run(chunks, align_order);
+      Buddy::Block b = buddy_.alloc_run(chunks, align_order, fit);
       if (!b.ok)
         return {};
       if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
@@ -124,6 +122,23 @@ namespace snmalloc
       in_use_bytes_ += bytes;
       return_memory_locked();
       return {pagemap.chunk_address(b.index), !b.dirty};
+    }
+
+  public:
+    // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
+    // power of two; at least CHUNK_SIZE is implied), for a slab or other
+    // fixed-size use.  The caller sets its pagemap entries.
+    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
+    {
+      return alloc_chunks_by(Buddy::Fit::Warm, bytes, align, 0, 0);
+    }
+
+    // The same for a large object, which may grow and is placed low
+    // (Buddy::Fit).  The checks build leaves the first `guard_before` and
+    // the last `guard_after` bytes inaccessible.
+    Chunks alloc_large_chunks(size_t bytes, size_t align, size_t guard_before = 0, size_t guard_after = 0) noexcept
+    {
+      return alloc_chunks_by(Buddy::Fit::Low, bytes, align, guard_before, guard_after);
     }
 
     // Give back `bytes` from `base`: a run from alloc_chunks, or part of
