@@ -31,12 +31,15 @@ TEST_CASE("lifetimes fall in their log-scale bucket, limits starting the next")
 TEST_CASE("a site's lifetime cells add weights and weighted lifetimes, by freeing thread")
 {
   static LifetimeTable table; // 64 KiB of block pointers: not on the stack
+  auto freed = [](uint32_t site, int64_t lifetime_ns, bool by_other_thread, double weight) {
+    table.freed({site, by_other_thread, lifetime_ns, weight, lifetime_bucket(lifetime_ns)});
+  };
   // Site 5000 (second block) first, then 3 (first block); 7 never freed.
-  table.freed(5000, 2500000, true, 4.0); // <10ms, other thread
-  table.freed(3, 500, false, 1.5); // <1us
-  table.freed(3, 700, false, 0.5); // <1us
-  table.freed(3, 50000, true, 2.0); // <100us, other thread
-  table.freed(3, -20, false, 1.0); // a clock read backwards: 0, <1us
+  freed(5000, 2500000, true, 4.0); // <10ms, other thread
+  freed(3, 500, false, 1.5); // <1us
+  freed(3, 700, false, 0.5); // <1us
+  freed(3, 50000, true, 2.0); // <100us, other thread
+  freed(3, 0, false, 1.0); // <1us (a clock read backwards ends as 0)
   size_t visited = 0;
   table.for_each([&](uint32_t site, const SiteLifetimes& s) {
     double total = 0;
