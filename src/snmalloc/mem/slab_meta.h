@@ -74,7 +74,7 @@ namespace snmalloc
   };
 
   static_assert(NUM_SMALL_CLASSES <= 256, "SlabMeta::owner_sizeclass is a byte");
-  static_assert(MAX_CAPACITY < 65536, "SlabMeta::untouched and owner_capacity are 16 bits");
+  static_assert(MAX_CAPACITY < 65536, "SlabMeta's counts of objects are 16 bits");
 
   struct SlabMeta
   {
@@ -84,16 +84,18 @@ namespace snmalloc
     FreeObject* free = nullptr;
     uint32_t needed = 0;
     // Objects out as of the slab's last slow-path event (mem/heap_counts.h).
-    uint32_t counted_out = 0;
+    uint16_t counted_out = 0;
     uint16_t untouched = 0;
-    // Copies of `base` and `sizeclass` below, and the class's capacity and
-    // object_starts_at constants (ds/sizeclass.h), for the owner: the free
-    // fast paths, and a slab's wake and refill.  With these and the bitmap
-    // on this line, a local free reads one line of the descriptor (perf,
+    // Copies of `base` and `sizeclass` below, and the class's capacity,
+    // wake threshold and object_starts_at constants (ds/sizeclass.h), for
+    // the owner: the free fast paths, and a slab's wake and refill (which
+    // then read no table).  With these and the bitmap on this line, a
+    // local free reads one line of the descriptor (perf,
     // larson: a fifth of the checks free's samples were on the load of the
     // line below), and the default build's object-start check is 5
     // instructions (10 with the class's tables and their address).
     uint16_t owner_capacity = 0;
+    uint16_t owner_wake_threshold = 0;
     uint8_t owner_sizeclass = 0;
     bool sleeping = false;
     // The checks build: the slab was cut from zeroed memory, so its free
@@ -290,7 +292,8 @@ namespace snmalloc
       base = owner_base = reinterpret_cast<uintptr_t>(slab_base);
       sizeclass = sc;
       owner_sizeclass = static_cast<uint8_t>(sc);
-      owner_capacity = sizeclasses.capacity[sc];
+      owner_capacity = static_cast<uint16_t>(sizeclasses.capacity[sc]);
+      owner_wake_threshold = static_cast<uint16_t>(sizeclasses.wake_threshold[sc]);
       start_multiplier = owner_start_multiplier = sizeclasses.start_multiplier[sc];
       start_bound = owner_start_bound = sizeclasses.start_bound[sc];
       size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
@@ -303,10 +306,11 @@ namespace snmalloc
     }
 
     // Does take_all take only the list: nothing untouched, and no sign of a
-    // double free?
+    // double free?  And is the slab counted as all out, which it is then
+    // (mem/heap_counts.h), so that the refill need not count it?
     SNMALLOC_FAST_PATH bool list_only() const
     {
-      return untouched == 0 && needed <= uint32_t(owner_capacity);
+      return untouched == 0 && needed <= uint32_t(owner_capacity) && counted_out == owner_capacity;
     }
 
     // Take every free object, the next untouched ones linked in first, in
@@ -330,7 +334,7 @@ namespace snmalloc
       free = nullptr;
       on_free_list.set_only(owner_capacity, owner_capacity); // none is on the list now
       sleeping = true;
-      needed = sizeclasses.wake_threshold[owner_sizeclass];
+      needed = owner_wake_threshold;
       return b;
     }
 
@@ -352,7 +356,7 @@ namespace snmalloc
         return b;
       }
       sleeping = true;
-      needed = sizeclasses.wake_threshold[sizeclass];
+      needed = owner_wake_threshold;
       return b;
     }
 
@@ -401,6 +405,15 @@ namespace snmalloc
       if (head != nullptr)
         head->prev = s;
       head = s;
+    }
+
+    // remove(s) of the head s, for a slab no longer on the list: its own
+    // links are left as they are (insert sets them).
+    void remove_head(const SlabMeta* s)
+    {
+      head = s->next;
+      if (head != nullptr)
+        head->prev = nullptr;
     }
 
     void remove(SlabMeta* s)
