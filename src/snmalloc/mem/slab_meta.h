@@ -169,13 +169,38 @@ namespace snmalloc
     }
 
     // The free list must hold `expected` distinct object starts of this
-    // slab; otherwise report the first object that is not one: met twice
+    // slab.  A list of object starts that ends after exactly `expected` of
+    // them holds no object twice: one met again would repeat what follows
+    // it, without end.  So the walk keeps no record of the objects met
+    // unless it fails, when report_free_list walks again to name the
+    // culprit (with a bitmap and a division an object, the walk was 28
+    // instructions an object, 11% of perf-producer-freer's, whose slabs
+    // come back whole in messages and are released).
+    SNMALLOC_SLOW_PATH void check_free_list(uint32_t expected) const
+    {
+      size_t slab_bytes = slab_size();
+      const FreeObject* f = free;
+      for (uint32_t n = expected; n != 0; n--, f = f->next_relaxed())
+      {
+        // A list too short ends in nullptr, outside the slab too.
+        size_t offset = reinterpret_cast<uintptr_t>(f) - owner_base;
+        if (SNMALLOC_UNLIKELY(
+              offset >= slab_bytes ||
+              !object_starts_at(offset, owner_start_multiplier, owner_start_bound)))
+          report_free_list(expected);
+      }
+      if (SNMALLOC_UNLIKELY(f != nullptr))
+        report_free_list(expected);
+    }
+
+    // check_free_list failed: report the first object of the list that is
+    // not one of `expected` distinct object starts of this slab: met twice
     // (double free), not at an object start (a local interior free), or
     // outside the slab (a link written after its object was freed); an
     // "object" in the slack past the last one is an interior pointer.  One
     // step past `expected`, so that a list one longer, through a double
     // free, shows its repeated object.
-    SNMALLOC_SLOW_PATH void check_free_list(uint32_t expected) const
+    [[noreturn]] SNMALLOC_SLOW_PATH void report_free_list(uint32_t expected) const
     {
       uint64_t seen[MAX_CAPACITY / 64] = {};
       size_t size = sizeclass_to_size(sizeclass);
@@ -194,8 +219,7 @@ namespace snmalloc
           report_bad_free(BadFree::DoubleFree, f);
         seen[index / 64] |= bit;
       }
-      if (n != expected)
-        report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
+      report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
     }
 
     // The index of the object at p (an object start) in the slab.
