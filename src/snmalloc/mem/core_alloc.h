@@ -6,14 +6,19 @@
 // here, out of line):
 //
 //   alloc(size)                         FAST: pop thread's fast list[sc]
-//     -> alloc_slow                     list empty, or size large/zero
-//        -> attach thread (first time) or borrow (after teardown)
-//        -> CoreAlloc::alloc_refill     handle_messages, then
+//     -> alloc_refill_slow              a malloc's list empty: its refill
+//        CoreAlloc::alloc_refill        (inline) an awake slab's whole list
+//        -> alloc_refill_unusual        a message waiting, no awake slab,
+//                                       untouched objects, counts to update:
+//             handle_messages
 //             profile: sample_due -> nullptr
-//             take_batch: awake slab's free list, else new_slab
+//             take_all: awake slab's free list, else new_slab
 //             profile: split (hold back past the next sample point)
 //        -> CoreAlloc::alloc_sample_due refill returned nullptr:
 //             profile: sample_due -> alloc_at_sample_point
+//     -> alloc_slow                     size large/zero, calloc's list empty
+//        -> attach thread (first time) or borrow (after teardown)
+//        -> the refill above, or
 //        -> CoreAlloc::alloc_large      profile countdown, a chunk run (large_run.h)
 //   dealloc(p)                          FAST: owner == this thread: slab push
 //     -> slab_needs_attention           push made `needed` zero: wake/release
@@ -102,10 +107,12 @@ namespace snmalloc
     // serves the allocation.  That case is left to the caller, which holds
     // the request's size and alignment, so that this path keeps neither.
     // The usual case, no message waiting and an awake slab with nothing
-    // untouched and no sign of a double free (SlabMeta::list_only), calls
-    // nothing, so it saves no registers: 14 of a refill's 58 instructions
-    // on perf-random-replace.
-    SNMALLOC_SLOW_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
+    // untouched, no sign of a double free and its count up to date
+    // (SlabMeta::list_only), calls nothing: inline in the slow path malloc
+    // jumps to, which then saves no registers either (on
+    // perf-random-replace, 37 instructions a refill from malloc's jump on,
+    // against 66 as alloc_slow's call of this).
+    SNMALLOC_FAST_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
     {
       SlabMeta* s = available_[sc].head;
       if (SNMALLOC_UNLIKELY(queue.maybe_nonempty() || s == nullptr || !s->list_only()))
@@ -127,17 +134,18 @@ namespace snmalloc
           return nullptr;
         available_[sc].insert(s);
       }
-      return refill_from(fast, sc, s, s->take_all());
+      Batch b = s->take_all();
+      counts_.recount_taken(s);
+      return refill_from(fast, sc, s, b);
     }
 
     // The rest of a refill, given b, what take_all took from s, the first
-    // awake slab of `sc`: a slab with untouched objects left stays
-    // available.
+    // awake slab of `sc` (the head of its list), its count up to date: a
+    // slab with untouched objects left stays available.
     SNMALLOC_FAST_PATH void* refill_from(FreeObject*& fast, sizeclass_t sc, SlabMeta* s, Batch b)
     {
-      counts_.recount_taken(s);
       if (s->sleeping)
-        available_[sc].remove(s);
+        available_[sc].remove_head(s);
       if (b.head == nullptr)
         return nullptr;
       b = profile_.split(*this, sc, b);
@@ -219,7 +227,7 @@ namespace snmalloc
       if (!meta->sleeping)
         return slab_all_free(meta);
       meta->sleeping = false;
-      meta->needed = sizeclasses.capacity[sc] - sizeclasses.wake_threshold[sc];
+      meta->needed = uint32_t(meta->owner_capacity) - meta->owner_wake_threshold;
       available_[sc].insert(meta);
     }
 
