@@ -105,12 +105,14 @@ namespace snmalloc::profile::http
         return;
       if (seconds == 0)
         return send_profile(r, name, live_rows(), Pal::time_ns(), default_sample_type);
-      int64_t since = Pal::time_ns();
+      // The window's length by the monotonic clock: a step of the wall
+      // clock inside it is no part of it.
+      int64_t since = Pal::precise_monotonic_ns();
       r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
       r.finish = [before = live_rows(), since, name, default_sample_type](Response& out) {
-        int64_t now = Pal::time_ns();
+        int64_t length = Pal::precise_monotonic_ns() - since;
         send_profile(
-          out, name, profile_delta(before, live_rows()), now, default_sample_type, now - since);
+          out, name, profile_delta(before, live_rows()), Pal::time_ns(), default_sample_type, length);
       };
     }
 
@@ -122,15 +124,15 @@ namespace snmalloc::profile::http
         return;
       if (seconds == 0)
         return send_encoded(r, "lifetimes", detail::encode_lifetime_profile());
-      int64_t since = Pal::time_ns();
+      int64_t since = Pal::precise_monotonic_ns();
       r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
       r.finish = [before = freed_lifetime_rows(), since](Response& out) {
-        int64_t now = Pal::time_ns();
+        int64_t length = Pal::precise_monotonic_ns() - since;
         send_encoded(
           out,
           "lifetimes",
           detail::encode_lifetime_rows(
-            lifetime_delta(before, freed_lifetime_rows()), now, now - since));
+            lifetime_delta(before, freed_lifetime_rows()), Pal::time_ns(), length));
       };
     }
 
