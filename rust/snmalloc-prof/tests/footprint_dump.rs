@@ -46,13 +46,15 @@ fn footprint_adds_up_to_the_resident_set() {
         .expect("cannot run `go tool pprof`: this test needs Go (Debian: golang-go)");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "go tool pprof failed: {stdout}");
-    // "Showing nodes accounting for N, 100% of TB total"
+    // "Showing nodes accounting for NB, P% of TB total": with every node
+    // shown, N is the rows' signed sum; T adds their absolute values, and
+    // the row of live objects off the samples' estimate may be negative.
     let total: f64 = stdout
         .lines()
-        .find(|l| l.ends_with(" total"))
-        .and_then(|l| l.split_whitespace().rev().nth(1))
-        .map(|v| v.trim_end_matches('B').parse().unwrap())
-        .expect("no total line");
+        .find_map(|l| l.strip_prefix("Showing nodes accounting for "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|v| v.trim_end_matches(',').trim_end_matches('B').parse().unwrap())
+        .expect("no \"Showing nodes accounting for\" line");
     assert!((total - rss).abs() <= 0.05 * rss, "total {total}, VmRSS {rss}\n{stdout}");
     let site: f64 = stdout
         .lines()

@@ -284,8 +284,9 @@ else
 fi
 
 # --- footprint: the process's resident memory, site_a's 64 MiB in it -----
-# Its total against the target's VmRSS read just before and after; pprof's
-# header says "of N total" (in bytes with -unit=byte).  The resident set may
+# Its total against the target's VmRSS read just before and after: with
+# every node shown, pprof's "Showing nodes accounting for N" (in bytes with
+# -unit=byte).  The resident set may
 # still be moving when it is read (the checks build gave back 110 MB during
 # one dump), so the dump is taken again until VmRSS holds within 2% across
 # it, at most five times.
@@ -301,7 +302,9 @@ for attempt in 1 2 3 4 5; do
   sleep 1
 done
 if [ "$footprint_read" = 1 ]; then
-  total=$(awk '/ total$/ { v = $(NF - 1); sub(/B$/, "", v); print int(v); exit }' "$work/footprint.top")
+  # The rows' signed sum: pprof's "of N total" adds their absolute values,
+  # and the row of live objects off the samples' estimate may be negative.
+  total=$(awk '/^Showing nodes accounting for/ { v = $5; sub(/B,$/, "", v); print int(v); exit }' "$work/footprint.top")
   a=$(site_bytes "$work/footprint.top" site_a)
   if python3 -c "import sys; t,b,e=map(float,sys.argv[1:]); sys.exit(0 if abs(t - (b + e) / 2) <= 0.05 * (b + e) / 2 else 1)" \
     "$total" "$rss_before" "$rss_after" && within_sd "$a" $((64 * MiB)) 5 &&
