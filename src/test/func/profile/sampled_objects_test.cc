@@ -523,7 +523,7 @@ TEST_CASE("sampled objects are freed from another thread")
   for (int pass = 0; pass < 2; pass++)
   {
     // Allocated on one thread, freed on another while the first still runs;
-    // the second pass reuses the pool memory the first freed.
+    // the second round reuses the pool memory the first freed.
     std::vector<void*> handed;
     std::mutex lock;
     std::condition_variable changed;

@@ -182,7 +182,7 @@ namespace
     return true;
   }
 
-  // Every shape at several depths, twice: the second pass reads every rule
+  // Every shape at several depths, twice: the second time reads every rule
   // from the cache.
   std::vector<Check> walk_every_shape()
   {
