@@ -118,6 +118,8 @@ namespace snmalloc
     // of the remote free's samples in producer-consumer).
     alignas(64) sizeclass_t sizeclass = 0;
     uintptr_t base = 0;
+    // The class's size, which a remote free adds to its cache's bytes.
+    size_t object_size = 0;
     // The sizes whose class is this one: those in (size_floor, size_floor
     // + size_span], the next smaller class's size and the step to this
     // one's, so that operator delete(p, size) tests its size in one
@@ -321,7 +323,8 @@ namespace snmalloc
       start_multiplier = owner_start_multiplier = sizeclasses.start_multiplier[sc];
       start_bound = owner_start_bound = sizeclasses.start_bound[sc];
       size_floor = sc == 0 ? 0 : sizeclass_to_size(sc - 1);
-      size_span = sizeclass_to_size(sc) - size_floor;
+      object_size = sizeclass_to_size(sc);
+      size_span = object_size - size_floor;
       free = nullptr;
       untouched = sizeclasses.capacity[sc];
       sleeping = false;
