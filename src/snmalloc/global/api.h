@@ -145,12 +145,21 @@ namespace snmalloc
     return p;
   }
 
+  // p, checked, of one of `core`'s slabs, yet not freed by the fast path
+  // (a sized free that left it, a free before the thread was attached).
+  // Out of line: its rejections' call needs a stack frame, which the
+  // remote free would otherwise set up too.
+  SNMALLOC_SLOW_PATH inline void dealloc_own(Alloc& core, void* p, SlabMeta* meta)
+  {
+    core.dealloc_local(p, meta);
+  }
+
   // p, checked, of a slab of `owner`, freed on a thread whose allocator
   // is `core`.
   SNMALLOC_FAST_PATH void dealloc_attached(Alloc& core, void* p, Alloc* owner, SlabMeta* meta)
   {
     if (SNMALLOC_UNLIKELY(owner == &core))
-      return core.dealloc_local(p, meta);
+      return dealloc_own(core, p, meta);
     core.dealloc_remote(owner, p, meta->object_size);
   }
 

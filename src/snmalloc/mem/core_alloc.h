@@ -51,6 +51,9 @@ namespace snmalloc
   private:
     uintptr_t owner_value_;
     SlabList available_[NUM_SMALL_CLASSES];
+    // Per class of one-chunk slabs, the slab last kept with every object
+    // back (slab_all_free); a refill may have taken it since.
+    SlabMeta* kept_empty_[NUM_SMALL_CLASSES] = {};
     RemoteCache remote_;
     typename Profiler::CoreState profile_;
     HeapCounts counts_;
@@ -94,8 +97,11 @@ namespace snmalloc
     SNMALLOC_FAST_PATH static FreeObject*
     message_link(const FreeObject* at, FreeObject* next, const Pagemap& map)
     {
-      if (SNMALLOC_UNLIKELY(next != nullptr && !map.contains(next)))
-        report_corrupt_link(at);
+      if (SNMALLOC_UNLIKELY(!map.contains(next)))
+      {
+        if (next != nullptr)
+          report_corrupt_link(at);
+      }
       return next;
     }
 
@@ -259,10 +265,26 @@ namespace snmalloc
       available_[sc].insert(meta);
     }
 
+    // Every object of an awake slab is back: kept while no other slab of
+    // its class is kept so, or for larger slabs than a chunk, while it is
+    // the class's only one available; else released.  (Kept only as the
+    // only one, perf-producer-freer released and made again about 4,900
+    // slabs a run: the frees come back in messages of thousands, so one
+    // slab of a class empties while another is available, and the next
+    // refills take that one and then want a new slab.)
     SNMALLOC_SLOW_PATH void slab_all_free(SlabMeta* meta)
     {
       sizeclass_t sc = meta->owner_sizeclass;
-      if (available_[sc].only(meta))
+      if (sizeclasses.slab_bits[sc] == config::CHUNK_BITS)
+      {
+        SlabMeta* kept = kept_empty_[sc];
+        if (kept == nullptr || kept == meta || !kept->all_free())
+        {
+          kept_empty_[sc] = meta;
+          return;
+        }
+      }
+      else if (available_[sc].only(meta))
         return;
       meta->check_free_list(sizeclasses.capacity[sc] - meta->untouched);
       available_[sc].remove(meta);
@@ -321,7 +343,13 @@ namespace snmalloc
       }
       constexpr auto lanes = std::make_index_sequence<MessageQueue::LANES>{};
       while (walk_lanes(lane, chains, map, owner, lanes))
-        ;
+      {
+        if (all_busy(lane, lanes))
+        {
+          while (walk_busy_lanes(lane, map, owner, lanes))
+            ;
+        }
+      }
     }
 
     // One step of each lane of take_messages, a lane that has ended taking
@@ -340,17 +368,51 @@ namespace snmalloc
     SNMALLOC_FAST_PATH bool
     walk_lane(FreeObject*& lane, FreeObject*& chains, const Pagemap& map, uintptr_t owner)
     {
-      FreeObject* f = lane;
-      if (f == nullptr)
+      if (lane == nullptr)
       {
         if (chains == nullptr)
           return false;
-        f = chains;
-        chains = message_link(f, MessageQueue::next_chain(f), map);
+        lane = chains;
+        chains = message_link(lane, MessageQueue::next_chain(lane), map);
       }
-      lane = message_link(f, f->next_relaxed(), map);
-      dealloc_local_checked_owner(f, map, owner);
+      walk_busy_lane(lane, map, owner);
       return true;
+    }
+
+    template<size_t... I>
+    SNMALLOC_FAST_PATH static bool
+    all_busy(FreeObject* const (&lane)[MessageQueue::LANES], std::index_sequence<I...>)
+    {
+      return ((lane[I] != nullptr) && ...);
+    }
+
+    // The usual round, every lane busy, as long as none ends: no lane is
+    // tested but by its link (2 instructions an object less).
+    template<size_t... I>
+    SNMALLOC_FAST_PATH bool walk_busy_lanes(
+      FreeObject* (&lane)[MessageQueue::LANES],
+      const Pagemap& map,
+      uintptr_t owner,
+      std::index_sequence<I...>)
+    {
+      return (walk_busy_lane(lane[I], map, owner) && ...);
+    }
+
+    // Free the lane's object and step to the next; false if none is next.
+    // The link is read before the free overwrites it, and checked as
+    // message_link does after, where its one compare is also the test of
+    // the loop.
+    SNMALLOC_FAST_PATH bool walk_busy_lane(FreeObject*& lane, const Pagemap& map, uintptr_t owner)
+    {
+      FreeObject* f = lane;
+      FreeObject* next = f->next_relaxed();
+      dealloc_local_checked_owner(f, map, owner);
+      lane = next;
+      if (SNMALLOC_LIKELY(map.contains(next)))
+        return true;
+      if (next != nullptr)
+        report_corrupt_link(f);
+      return false;
     }
 
     SNMALLOC_FAST_PATH void dealloc_remote(RemoteInbox* owner, void* p, size_t size)

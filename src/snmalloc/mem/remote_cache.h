@@ -10,7 +10,6 @@
 
 #include "../ds/ds.h"
 
-#include <cstddef>
 #include <type_traits>
 
 namespace snmalloc
@@ -71,8 +70,8 @@ namespace snmalloc
 
     Slot slots_[SLOTS];
     // Bytes the cache takes before it is flushed, counted down: an add
-    // tests the sign its subtraction leaves.
-    ptrdiff_t room_ = ptrdiff_t(config::REMOTE_CACHE_BYTES);
+    // tests the borrow of its subtraction.
+    size_t room_ = config::REMOTE_CACHE_BYTES;
 
     static size_t slot_of(const RemoteInbox* dest)
     {
@@ -122,8 +121,7 @@ namespace snmalloc
       }
       f->set_next(lane);
       lane = f;
-      room_ -= ptrdiff_t(size);
-      if (SNMALLOC_UNLIKELY(room_ <= 0))
+      if (SNMALLOC_UNLIKELY(__builtin_sub_overflow(room_, size, &room_)))
         flush();
     }
 
@@ -154,7 +152,7 @@ namespace snmalloc
         if (s.dest != nullptr)
           post(s);
       }
-      room_ = ptrdiff_t(config::REMOTE_CACHE_BYTES);
+      room_ = config::REMOTE_CACHE_BYTES;
     }
   };
 } // namespace snmalloc

@@ -159,6 +159,12 @@ namespace snmalloc
       return out < capacity ? out : capacity;
     }
 
+    // Is every object free?  Owner only.
+    bool all_free() const
+    {
+      return !sleeping && needed == 0;
+    }
+
     // Does p, in one of this slab's chunks, point at the start of one of
     // its objects?  Checked on the slow paths that free objects (remote
     // frees, messages), from the fields other threads read (with the
