@@ -73,6 +73,7 @@ namespace snmalloc
       SlabMeta* meta = new (m) SlabMeta();
       meta->init(c.base, sc);
       meta->zeroed = c.zeroed;
+      meta->remote_slot = RemoteCache::slot_of(this);
       counts_.slab_created(sc);
       set_chunk_entries(
         c.base, slab_size, owner_value_, reinterpret_cast<uintptr_t>(meta));
@@ -415,9 +416,10 @@ namespace snmalloc
       return false;
     }
 
-    SNMALLOC_FAST_PATH void dealloc_remote(RemoteInbox* owner, void* p, size_t size)
+    // p, of `meta`'s slab, owned by `owner`.
+    SNMALLOC_FAST_PATH void dealloc_remote(RemoteInbox* owner, const SlabMeta* meta, void* p)
     {
-      remote_.add(owner, p, size);
+      remote_.add(owner, meta->remote_slot, p, meta->object_size);
     }
 
     // Post the batches cached for other allocators now.

@@ -73,12 +73,6 @@ namespace snmalloc
     // tests the borrow of its subtraction.
     size_t room_ = config::REMOTE_CACHE_BYTES;
 
-    static size_t slot_of(const RemoteInbox* dest)
-    {
-      uintptr_t a = reinterpret_cast<uintptr_t>(dest);
-      return ((a ^ (a >> 8)) >> 6) & (SLOTS - 1);
-    }
-
     static void post(Slot& s)
     {
       if constexpr (!MessageQueue::CHAINS_APART)
@@ -135,11 +129,20 @@ namespace snmalloc
     }
 
   public:
-    // Cache `p` (of `size` bytes) for `dest`.  Anything but the usual case
-    // is a tail call, so that the remote free saves no registers.
-    SNMALLOC_FAST_PATH void add(RemoteInbox* dest, void* p, size_t size)
+    // The slot of `dest`'s objects in every cache, which its slabs keep
+    // (SlabMeta::remote_slot).
+    static uint32_t slot_of(const RemoteInbox* dest)
     {
-      Slot& s = slots_[slot_of(dest)];
+      uintptr_t a = reinterpret_cast<uintptr_t>(dest);
+      return static_cast<uint32_t>(((a >> 6) ^ (a >> 14)) & (SLOTS - 1));
+    }
+
+    // Cache `p` (of `size` bytes) for `dest`, whose slot_of is `slot`.
+    // Anything but the usual case is a tail call, so that the remote free
+    // saves no registers.
+    SNMALLOC_FAST_PATH void add(RemoteInbox* dest, uint32_t slot, void* p, size_t size)
+    {
+      Slot& s = slots_[slot];
       if (SNMALLOC_UNLIKELY(s.dest != dest))
         return push_to_claimed_slot(s, dest, p, size);
       push(s, p, size);

@@ -117,6 +117,9 @@ namespace snmalloc
     // owner has written the line above (perf: the sizeclass load was a third
     // of the remote free's samples in producer-consumer).
     alignas(64) sizeclass_t sizeclass = 0;
+    // The owner's slot in any thread's remote cache (mem/remote_cache.h):
+    // read here, a remote free finds its slot with no hash of its own.
+    uint32_t remote_slot = 0;
     uintptr_t base = 0;
     // The class's size, which a remote free adds to its cache's bytes.
     size_t object_size = 0;
