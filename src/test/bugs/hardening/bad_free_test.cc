@@ -197,6 +197,71 @@ TEST_CASE("double free of a small object by two other threads", "[bad-free]")
   }
 }
 
+namespace
+{
+  // Objects of `size` freed by another thread reach their owner as one
+  // message, chained through their first words, which the owner walks at
+  // a later refill.  `overwrite` writes after free into one of them (its
+  // link), given it and a live object of the same size; then the owner
+  // allocates until it has taken the message.
+  template<typename Tell, typename Overwrite>
+  void overwrite_link_in_message(Tell tell, size_t size, Overwrite overwrite)
+  {
+    std::vector<void*> freed(64);
+    for (auto& p : freed)
+      p = std::malloc(size);
+    void* live = std::malloc(size);
+    std::thread([&freed] {
+      for (void* p : freed)
+        std::free(p);
+    }).join();
+    overwrite(tell, freed[freed.size() / 3], live);
+    std::vector<void*> more;
+    for (int i = 0; i < 100000; i++)
+      more.push_back(std::malloc(size));
+    ::_exit(0);
+  }
+} // namespace
+
+TEST_CASE("a link overwritten in a message of remote frees stops its owner", "[bad-free]")
+{
+  for (size_t size : {16, 48, 4096})
+  {
+    CAPTURE(size);
+    check_dies_naming(
+      [size](auto tell) {
+        overwrite_link_in_message(tell, size, [](auto tell_, void* victim, void*) {
+          tell_(victim);
+          *static_cast<uintptr_t*>(hide(victim)) = 0x4141414141414140;
+        });
+      },
+      "free list corrupted (write after free?) at",
+      "");
+  }
+}
+
+TEST_CASE("a link in a message overwritten to point inside a live object", "[bad-free]")
+{
+  // Followed, the owner would push the interior pointer on a slab's list
+  // and later hand out an object overlapping the live one.  The checks
+  // build's links are encoded: the plain pointer written decodes to
+  // nowhere.
+  for (size_t size : {48, 4096})
+  {
+    CAPTURE(size);
+    check_dies_naming(
+      [size](auto tell) {
+        overwrite_link_in_message(tell, size, [](auto tell_, void* victim, void* live) {
+          void* inside = static_cast<char*>(live) + 16;
+          tell_(snmalloc::config::checks ? victim : inside);
+          *static_cast<void**>(hide(victim)) = inside;
+        });
+      },
+      snmalloc::config::checks ? "free list corrupted (write after free?) at" : "interior pointer",
+      snmalloc::config::checks ? "" : "free(): ");
+  }
+}
+
 TEST_CASE("interior pointer freed by its own thread", "[bad-free]")
 {
   // Not seen on the fast path; seen when the object's slab is released
