@@ -28,8 +28,8 @@ namespace snmalloc::profile
     return cached_thread_id;
   }
 
-  // Record a sample: stack, stack-table entry, a record from `place` (a
-  // pool block with the object, or one for a run that stays), list entry.
+  // Record a sample: stack, stack-table entry, a record from `place(list)`
+  // (a pool block with the object, or one for a run that stays), list entry.
   // nullptr when this thread is already inside the profiler or memory is
   // exhausted (a dropped sample, counted); the caller then serves the
   // allocation normally.
@@ -50,7 +50,7 @@ namespace snmalloc::profile
     double w = sample_weight(rate.mode, size, rate.interval);
     int64_t birth_ns = Pal::precise_monotonic_ns();
     uint32_t id = stack_table.record(key, frames, depth, size, requested, w, w * double(size), labels);
-    SampleRecord* r = id == StackTable::NO_ID ? nullptr : place();
+    SampleRecord* r = id == StackTable::NO_ID ? nullptr : place(list);
     if (r == nullptr)
     {
       settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -82,20 +82,23 @@ namespace snmalloc::profile
   inline void* take_sample(
     SampleList& list, size_t requested, size_t size, size_t align, bool zero, SampleRate rate)
   {
-    SampleRecord* r = record_sample(list, requested, size, rate, [&] {
+    SampleRecord* r = record_sample(list, requested, size, rate, [&](SampleList& into) {
       if (SampleRecord* guarded = guarded_slots.alloc(size, align, zero))
         return guarded;
-      return profile_pool.alloc(size, align, zero);
+      return profile_pool.alloc(size, align, zero, into);
     });
     return r == nullptr ? nullptr : r->object;
   }
 
   // A sampled object's end, as at a free: out of its list, the event told.
-  inline void unlist(SampleRecord* r)
+  // With `keep_record`, the record may stay with the list as a spare
+  // (SampleList::remove), and whether it did is returned: then it is no
+  // longer the caller's.
+  inline bool unlist(SampleRecord* r, bool keep_record = false)
   {
     emit_event(EventKind::Free, r);
-    r->list->remove(r);
     peak_profile.removed(r);
+    return r->list->remove(r, keep_record);
   }
 
   // A sampled object is freed: what its site counts, its lifetime (a
@@ -321,7 +324,7 @@ namespace snmalloc::profile
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
         if (refresh() && sampler_.growth_contains_point(added) &&
-            record_sample(samples_, requested, bytes, sampler_.rate(), [&] {
+            record_sample(samples_, requested, bytes, sampler_.rate(), [&](SampleList&) {
               return profile_pool.adopt_run(p);
             }) != nullptr)
         {
@@ -389,8 +392,20 @@ namespace snmalloc::profile
       // cold, it then arrives while the object goes back.
       LifetimeTable::Freed end = lifetime_end(r);
       lifetime_table.prefetch(end);
-      unlist(r);
-      profile_pool.dealloc(r);
+      if (r->lead == 0)
+      {
+        // A run of its own: its record block goes back to its list, for
+        // that allocator's next large sample, unless the list has enough.
+        void* run = r->object;
+        if (!unlist(r, true))
+          profile_pool.dealloc_record(r);
+        large_run::dealloc(run);
+      }
+      else
+      {
+        unlist(r);
+        profile_pool.dealloc(r);
+      }
       lifetime_table.freed(end);
     }
 
@@ -417,13 +432,13 @@ namespace snmalloc::profile
     }
 
     // Memory the profiler holds for itself: the stack table, the sites'
-    // lifetimes, the peak profile's copies, and the live samples' records (which lie in
-    // profile-pool blocks, so the heap statistics count them as live bytes
-    // too).
+    // lifetimes, the peak profile's copies, and the records of the live
+    // samples and the lists' spares (which lie in profile-pool blocks, so
+    // the heap statistics count them as live bytes too).
     static size_t own_bytes()
     {
       return stack_table.os_bytes() + lifetime_table.os_bytes() + peak_profile.own_bytes() +
-        sample_lists.total_count() * sizeof(SampleRecord);
+        (sample_lists.total_count() + sample_lists.total_spares()) * sizeof(SampleRecord);
     }
 
     static uint64_t samples_dropped()

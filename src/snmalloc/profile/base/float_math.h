@@ -73,6 +73,49 @@ namespace snmalloc::profile
         return expm1_terms<9>(r);
       return expm1_terms<17>(r);
     }
+
+    // A value in two parts whose sum is nearer the real value than
+    // `high` alone can be (the table's entries).
+    struct TwoPart
+    {
+      double high;
+      double low;
+    };
+
+    constexpr long double LN2_LONG = 0.693147180559945309417232121458176568L;
+
+    constexpr TwoPart two_part(long double v)
+    {
+      double high = double(v);
+      return {high, double(v - high)};
+    }
+
+    // The table is computed by the compiler in long double (64 bits of
+    // mantissa, or 113), by the series run until its terms vanish.
+    constexpr long double exp_long(long double x)
+    {
+      long double sum = 1, term = 1;
+      for (int n = 1; n < 40; n++)
+      {
+        term *= x / n;
+        sum += term;
+      }
+      return sum;
+    }
+
+    // 2^(j/32), j = 0 .. 31: e^x = 2^k 2^(j/32) e^r leaves |r| <= ln(2)/64,
+    // where 7 Taylor terms are exact to 2^-60 (17 for |r| <= ln(2)/2).
+    constexpr int EXP2_STEPS = 32;
+    struct Exp2Table
+    {
+      TwoPart entry[EXP2_STEPS] = {};
+      constexpr Exp2Table()
+      {
+        for (int j = 0; j < EXP2_STEPS; j++)
+          entry[j] = two_part(exp_long(LN2_LONG * j / EXP2_STEPS));
+      }
+    };
+    constexpr Exp2Table EXP2_TABLE{};
   } // namespace float_math_detail
 
   // Natural logarithm of a positive, normal, finite x (the sampler's
@@ -124,11 +167,18 @@ namespace snmalloc::profile
       return -1.0;
     if (x > 708)
       return double_of(uint64_t(0x7ff) << 52); // +infinity
-    // e^x = 2^k e^r with |r| <= ln(2) / 2.
-    double k = double(int64_t(x * INV_LN2 + (x < 0 ? -0.5 : 0.5)));
-    double r = (x - k * LN2_HIGH) - k * LN2_LOW;
-    double scale = double_of(uint64_t(int64_t(k) + 1023) << 52);
-    return scale * (expm1_small(r) + 1) - 1;
+    // e^x = 2^(n/32) e^r with |r| <= ln(2) / 64, 2^(n/32) = 2^k 2^(j/32);
+    // n ln(2)/32's high part is exact (|n| < 2^21).
+    double n = double(int64_t(x * (EXP2_STEPS * INV_LN2) + (x < 0 ? -0.5 : 0.5)));
+    double r = (x - n * (LN2_HIGH / EXP2_STEPS)) - n * (LN2_LOW / EXP2_STEPS);
+    int64_t j = int64_t(n) & (EXP2_STEPS - 1);
+    int64_t k = (int64_t(n) - j) / EXP2_STEPS;
+    double scale = double_of(uint64_t(k + 1023) << 52);
+    const TwoPart& step = EXP2_TABLE.entry[j];
+    double high = scale * step.high;
+    // high - 1 is exact where e^x is near 1 (k is 0 or -1), so nothing
+    // cancels but that.
+    return (high - 1) + (scale * step.low + high * expm1_terms<7>(r));
   }
 
   // The nearest integer, halves away from zero (llround), for |x| < 2^63.

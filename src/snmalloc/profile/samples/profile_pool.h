@@ -94,7 +94,9 @@ namespace snmalloc::profile
     // block named by the run's pagemap entry: a lead-in there would add a
     // chunk to the run and, when the run was a power of two, doubled it
     // (measured on large-object churn: nearly twice the resident set).
-    SampleRecord* alloc(size_t size, size_t align, bool zero)
+    // That block is a spare of `list` (the sampling allocator's) when it
+    // has one set aside.
+    SampleRecord* alloc(size_t size, size_t align, bool zero, SampleList& list)
     {
       size_t alignment = bits::natural_alignment(size);
       if (alignment < align)
@@ -114,7 +116,9 @@ namespace snmalloc::profile
         *static_cast<uint32_t*>(block) = r->lead;
         return r;
       }
-      void* record = alloc_block(sizeof(SampleRecord));
+      void* record = list.take_spare();
+      if (record == nullptr)
+        record = alloc_block(sizeof(SampleRecord));
       if (record == nullptr)
         return nullptr;
       auto* r = new_record(record, nullptr, 0);
@@ -239,15 +243,11 @@ namespace snmalloc::profile
       return false;
     }
 
+    // Give back a small sampled object, its record in its block (a large
+    // one's run and record go separately: see Profiler::dealloc_sampled).
     void dealloc(SampleRecord* record)
     {
       void* object = record->object;
-      if (record->lead == 0)
-      {
-        large_run::dealloc(object);
-        dealloc_record(record);
-        return;
-      }
       record->mark_freed();
       char* block = static_cast<char*>(object) - record->lead;
       // The checks build zeroes freed objects (SlabMeta::POISON), sampled

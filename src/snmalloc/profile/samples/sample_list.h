@@ -89,6 +89,15 @@ namespace snmalloc::profile
     std::atomic<uint64_t> taken{0};
     SampleList* next_registered = nullptr;
     bool registered = false;
+    // The freed record of one of this list's large samples (each a pool
+    // block of its own), kept for its next one: a free leaves its record
+    // here under the lock it takes anyway when the place is empty, and the
+    // owner takes it without a lock, so neither takes the pool's lock (two
+    // of the six lock round trips of a sampled large object's malloc and
+    // free).  Only the owner empties it, only a free under the lock fills
+    // it; one place, not a stack: a place refilled at each free serves as
+    // many samples as a stack would.
+    std::atomic<SampleRecord*> spare{nullptr};
 
     void insert(SampleRecord* r)
     {
@@ -103,7 +112,9 @@ namespace snmalloc::profile
       taken.store(taken.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 
-    void remove(SampleRecord* r)
+    // Unlink r; with `keep`, also keep its record as the spare if there is
+    // none.  Whether it was kept: if not, the caller gives it back.
+    bool remove(SampleRecord* r, bool keep = false)
     {
       LockGuard g(lock);
       if (r->prev != nullptr)
@@ -113,6 +124,20 @@ namespace snmalloc::profile
       if (r->next != nullptr)
         r->next->prev = r->prev;
       count.store(count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+      if (!keep || spare.load(std::memory_order_relaxed) != nullptr)
+        return false;
+      r->mark_freed();
+      spare.store(r, std::memory_order_release); // the owner then writes it
+      return true;
+    }
+
+    // The spare record, or nullptr; the owner's thread only.
+    SampleRecord* take_spare()
+    {
+      SampleRecord* r = spare.load(std::memory_order_acquire);
+      if (r != nullptr)
+        spare.store(nullptr, std::memory_order_relaxed);
+      return r;
     }
   };
 
@@ -144,6 +169,14 @@ namespace snmalloc::profile
     {
       size_t n = 0;
       for_each([&](SampleList& l) { n += l.count.load(std::memory_order_relaxed); });
+      return n;
+    }
+
+    // Spare records in every list (read without the locks).
+    size_t total_spares()
+    {
+      size_t n = 0;
+      for_each([&](SampleList& l) { n += l.spare.load(std::memory_order_relaxed) != nullptr ? 1 : 0; });
       return n;
     }
 
