@@ -219,8 +219,13 @@ namespace snmalloc
     // Where a run of `chunks` chunks goes when it may span neighbouring
     // free blocks: the start of the smallest range of free chunks that
     // holds it, the lowest of equals (best fit, as glibc's large bins
-    // are); else the start of the free range that ends at the frontier,
-    // which can grow.
+    // are), a range that may hold resident pages before any that cannot;
+    // else the start of the free range that ends at the frontier, which
+    // can grow.  Preferring resident ranges changed neither benchmark's
+    // peak, but a small run no longer takes fresh pages from a clean hole
+    // while a freed run could hold it (func-api-large-freed-reused).
+    static constexpr size_t CLEAN_RANK = size_t(1) << 40;
+
     size_t packed_start(size_t chunks) const
     {
       // A free range of at least `chunks` holds a block of at least half
@@ -229,30 +234,36 @@ namespace snmalloc
       size_t min_order = bits::log2_floor(chunks);
       min_order = min_order > 0 ? min_order - 1 : 0;
       size_t best = NONE;
-      size_t best_length = ~size_t(0);
+      size_t best_rank = ~size_t(0);
       size_t o = 0;
       for (size_t order = min_order; order <= MAX_ORDER; order++)
       {
         for (uint32_t i = heads_[order]; i != NONE; i = next_of(i))
         {
           size_t begin = i;
+          uintptr_t flags = flags_of(i);
           bool first = true;
           while (first && free_block_before(begin, o))
           {
             first = o < min_order;
             begin -= size_t(1) << o;
+            flags |= flags_of(begin);
           }
           if (!first)
             continue;
           size_t end = i + (size_t(1) << order);
           while (free_block_at(end, o))
+          {
+            flags |= flags_of(end);
             end += size_t(1) << o;
+          }
           size_t length = end - begin;
-          if (end == frontier_ || length < chunks || length > best_length ||
-              (length == best_length && begin > best))
+          size_t rank = length | ((flags & DIRTY) != 0 ? 0 : CLEAN_RANK);
+          if (end == frontier_ || length < chunks || rank > best_rank ||
+              (rank == best_rank && begin > best))
             continue;
           best = begin;
-          best_length = length;
+          best_rank = rank;
         }
       }
       if (best != NONE)
