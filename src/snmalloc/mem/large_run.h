@@ -10,7 +10,9 @@
 //
 // Growing a run tries the chunks after it first (free buddy blocks, or the
 // backend's frontier).  Where they are taken, realloc moves the object to a
-// new run, and from REMAP_THRESHOLD up it moves the pages themselves
+// new run placed with room after it to grow into (`outgrown`; other runs
+// are packed among free chunks: backend/buddy.h), and from
+// REMAP_THRESHOLD up it moves the pages themselves
 // (mremap) instead of copying bytes.  Measured on this machine (4 KiB
 // pages, a VM): moving 1 MiB took 12-24 us against 31 us for memcpy into
 // resident memory and 680 us into fresh memory (page faults); 64 MiB took
@@ -45,14 +47,6 @@ namespace snmalloc
   constexpr size_t MAX_ALLOC_SIZE = size_t(1) << 46;
 
   constexpr size_t REMAP_THRESHOLD = size_t(4) << 20;
-
-  namespace large_run
-  {
-    // Set when a run could not grow in place, for the allocation that
-    // realloc makes next to move it: that run is placed with room to grow
-    // (Backend::alloc_large_chunks), others are packed.
-    inline thread_local bool outgrown = false;
-  } // namespace large_run
 
   // What a large object of `size` bytes occupies (in the checks build,
   // without its guards).
@@ -119,6 +113,12 @@ namespace snmalloc
       return (tag_payload(tag) & GUARD_BEFORE) != 0 ? GUARD_BYTES : 0;
     }
 
+    // Set when a run could not grow in place, for the allocation that
+    // realloc makes next to move it: that run is placed with room to grow
+    // (Backend::alloc_large_chunks), others are packed.
+    inline thread_local bool outgrown = false;
+
+    // Is the run about to be allocated realloc's move of an outgrown one?
     inline bool take_outgrown()
     {
       bool growing = outgrown;
