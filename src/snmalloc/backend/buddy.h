@@ -236,8 +236,20 @@ namespace snmalloc
         {
           if (budget-- == 0)
             return best;
-          size_t begin = i;
           uintptr_t flags = flags_of(i);
+          size_t end = i + (size_t(1) << order);
+          while (free_block_at(end, o))
+          {
+            flags |= flags_of(end);
+            end += size_t(1) << o;
+          }
+          // Before the first such block lie less than 2^min_order free
+          // chunks: the walk back (a probe per order) only where the range
+          // may fit and beat the best.
+          if (end == frontier_ || end - i + (size_t(1) << min_order) <= chunks ||
+              end - i > best_rank)
+            continue;
+          size_t begin = i;
           bool first = true;
           while (first && free_block_before(begin, o))
           {
@@ -247,15 +259,9 @@ namespace snmalloc
           }
           if (!first)
             continue;
-          size_t end = i + (size_t(1) << order);
-          while (free_block_at(end, o))
-          {
-            flags |= flags_of(end);
-            end += size_t(1) << o;
-          }
           size_t length = end - begin;
           size_t rank = length | ((flags & DIRTY) != 0 ? 0 : CLEAN_RANK);
-          if (end == frontier_ || length < chunks || rank > best_rank ||
+          if (length < chunks || rank > best_rank ||
               (rank == best_rank && begin > best))
             continue;
           best = begin;
