@@ -133,12 +133,15 @@ namespace snmalloc
       return alloc_chunks_by(Buddy::Fit::Warm, bytes, align, 0, 0);
     }
 
-    // The same for a large object, which may grow and is placed low
-    // (Buddy::Fit).  The checks build leaves the first `guard_before` and
-    // the last `guard_after` bytes inaccessible.
-    Chunks alloc_large_chunks(size_t bytes, size_t align, size_t guard_before = 0, size_t guard_after = 0) noexcept
+    // The same for a large object, packed among free chunks, or when it is
+    // `growing` (realloc moves it) placed low with room after it to grow
+    // into (Buddy::Fit).  The checks build leaves the first `guard_before`
+    // and the last `guard_after` bytes inaccessible.
+    Chunks alloc_large_chunks(
+      size_t bytes, size_t align, bool growing, size_t guard_before = 0, size_t guard_after = 0) noexcept
     {
-      return alloc_chunks_by(Buddy::Fit::Low, bytes, align, guard_before, guard_after);
+      Buddy::Fit fit = growing ? Buddy::Fit::Low : Buddy::Fit::Packed;
+      return alloc_chunks_by(fit, bytes, align, guard_before, guard_after);
     }
 
     // Give back `bytes` from `base`: a run from alloc_chunks, or part of

@@ -335,9 +335,10 @@ TEST_CASE("sampled objects keep the natural alignment of their size")
 {
   // DESIGN.md: a sampled object's header is "placed so the object keeps
   // the alignment its sizeclass guarantees"; objects of a sizeclass are
-  // naturally aligned (a 4 KiB object is 4 KiB aligned), and so are large
-  // ones (power-of-two runs of chunks).  Checked for every small class and
-  // some large sizes with plain malloc, which asks for no alignment.
+  // naturally aligned (a 4 KiB object is 4 KiB aligned); large ones are
+  // runs of 16 KiB chunks at any chunk, so sizes whose natural alignment
+  // is a chunk.  Checked for every small class and some large sizes with
+  // plain malloc, which asks for no alignment.
   std::vector<size_t> sizes;
   for (size_t n = 16; n <= snmalloc::config::MAX_SMALL_SIZE; n += 16)
     if (usable_size_unsampled(n) == n)
