@@ -96,6 +96,19 @@ namespace snmalloc::profile::http
       return false;
     }
 
+    // Finishes r `seconds` from now by finish(out, length), the window's
+    // length by the monotonic clock: a step of the wall clock inside it is
+    // no part of it.
+    template<typename Finish>
+    inline void finish_after(Response& r, size_t seconds, Finish finish)
+    {
+      int64_t since = Pal::precise_monotonic_ns();
+      r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
+      r.finish = [since, finish = std::move(finish)](Response& out) {
+        finish(out, Pal::precise_monotonic_ns() - since);
+      };
+    }
+
     // heap or allocs, now or as the difference over ?seconds=N.
     inline void heap_profile(
       const Request& q, Response& r, const char* name, const char* default_sample_type)
@@ -105,15 +118,13 @@ namespace snmalloc::profile::http
         return;
       if (seconds == 0)
         return send_profile(r, name, live_rows(), Pal::time_ns(), default_sample_type);
-      // The window's length by the monotonic clock: a step of the wall
-      // clock inside it is no part of it.
-      int64_t since = Pal::precise_monotonic_ns();
-      r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
-      r.finish = [before = live_rows(), since, name, default_sample_type](Response& out) {
-        int64_t length = Pal::precise_monotonic_ns() - since;
-        send_profile(
-          out, name, profile_delta(before, live_rows()), Pal::time_ns(), default_sample_type, length);
-      };
+      finish_after(
+        r,
+        seconds,
+        [before = live_rows(), name, default_sample_type](Response& out, int64_t length) {
+          send_profile(
+            out, name, profile_delta(before, live_rows()), Pal::time_ns(), default_sample_type, length);
+        });
     }
 
     // The lifetime profile now, or the frees of the next ?seconds=N.
@@ -124,16 +135,13 @@ namespace snmalloc::profile::http
         return;
       if (seconds == 0)
         return send_encoded(r, "lifetimes", detail::encode_lifetime_profile());
-      int64_t since = Pal::precise_monotonic_ns();
-      r.due_ns = Pal::monotonic_ns() + int64_t(seconds) * 1000000000;
-      r.finish = [before = freed_lifetime_rows(), since](Response& out) {
-        int64_t length = Pal::precise_monotonic_ns() - since;
+      finish_after(r, seconds, [before = freed_lifetime_rows()](Response& out, int64_t length) {
         send_encoded(
           out,
           "lifetimes",
           detail::encode_lifetime_rows(
             lifetime_delta(before, freed_lifetime_rows()), Pal::time_ns(), length));
-      };
+      });
     }
 
     inline void peak(const Request& q, Response& r)
