@@ -287,13 +287,11 @@ namespace snmalloc
         FreeObject* next = p->next_object();
         local.fast[sc] = next;
         if constexpr (config::checks)
-        {
           p->clear_mark();
-          // The checks build has no wake-time walk of a slab's list, which
-          // brought the default build's objects into the cache before they
-          // were popped: start loading the class's next one now.
-          __builtin_prefetch(next, 1);
-        }
+        // A slab's list links objects freed in any order, long ago: start
+        // loading the class's next one now, so the next malloc does not
+        // wait for it.
+        __builtin_prefetch(next, 1);
         if constexpr (zero && config::checks)
           clear_checked(p, size);
         else if constexpr (zero)
