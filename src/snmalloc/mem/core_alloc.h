@@ -2,8 +2,8 @@
 // Layer mem: the allocator proper: slabs per sizeclass, refill, local and
 // remote frees, large allocations.
 //
-// Allocation code overview (fast paths in global/api.h, inline; the rest
-// here, out of line):
+// Allocation code overview (fast paths in global/api.h, their slow paths
+// in global/slow_paths.h; the rest here, out of line):
 //
 //   alloc(size)                         FAST: pop thread's fast list[sc]
 //     -> alloc_refill_slow              a malloc's list empty: its refill

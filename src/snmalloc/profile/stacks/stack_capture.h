@@ -35,7 +35,7 @@ namespace snmalloc::profile
   inline thread_local uintptr_t slow_path_return_address = 0;
 
   // Where a sample's walk starts: the frame of the allocator's sampling
-  // hook (global/api.h, alloc_sample_due for small objects,
+  // hook (global/slow_paths.h, alloc_sample_due for small objects,
   // alloc_large_sampling for large ones), which keeps a frame pointer for
   // it, so the frames of the profiler and of the allocator below it (five
   // of them) are not walked: on perf-xthread-mix about 200 instructions of
