@@ -364,6 +364,40 @@ TEST_CASE("sampled objects keep the natural alignment of their size")
   free_kept();
 }
 
+TEST_CASE("sampled objects of the largest class stay aligned among large runs of odd chunk counts")
+{
+  // A sampled object of the largest small class has no room for its record
+  // in a class block and is a run of chunks, which are packed at any chunk
+  // for large objects: it must still get its class's alignment.  Large
+  // runs of 1 to 7 chunks more than 64 KiB between them leave the next
+  // free chunk at every offset.
+  constexpr size_t chunk = size_t(1) << snmalloc::config::CHUNK_BITS;
+  const size_t largest = snmalloc::config::MAX_SMALL_SIZE;
+  std::vector<size_t> sizes;
+  for (size_t round = 0; round < 4; round++)
+    for (size_t extra = 1; extra <= 7; extra++)
+    {
+      sizes.push_back(largest + extra * chunk);
+      sizes.push_back(largest);
+    }
+  kept.reserve(sizes.size());
+  TempDir dir;
+  SampledAtSites exact;
+  on_fresh_thread([&] {
+    for (size_t size : sizes)
+      sampled_site_class(size);
+  });
+  for (size_t i = 0; i < sizes.size(); i++)
+  {
+    if (sizes[i] != largest)
+      continue;
+    INFO("malloc(" << sizes[i] << ") at " << kept[i]);
+    CHECK(aligned_to(kept[i], largest));
+  }
+  CHECK(profile_of(dir, "sampled_site_class").inuse_objects == int64_t(sizes.size()));
+  free_kept();
+}
+
 TEST_CASE("calloc of a sampled object is zeroed also when it reuses memory")
 {
   const size_t sizes[] = {24, 1000, 4096, 60000, 100000, 300000};
