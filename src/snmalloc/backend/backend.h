@@ -136,11 +136,13 @@ namespace snmalloc
     // The same for a large object, packed among free chunks, or when it is
     // `growing` (realloc moves it) placed low with room after it to grow
     // into (Buddy::Fit).  The checks build leaves the first `guard_before`
-    // and the last `guard_after` bytes inaccessible.
+    // and the last `guard_after` bytes inaccessible, and places every run
+    // low, never packed: packed among slabs, a run's object lay 1 MiB past
+    // a small object, where that build promises a stray write faults.
     Chunks alloc_large_chunks(
       size_t bytes, size_t align, bool growing, size_t guard_before = 0, size_t guard_after = 0) noexcept
     {
-      Buddy::Fit fit = growing ? Buddy::Fit::Low : Buddy::Fit::Packed;
+      Buddy::Fit fit = growing || config::checks ? Buddy::Fit::Low : Buddy::Fit::Packed;
       return alloc_chunks_by(fit, bytes, align, guard_before, guard_after);
     }
 
