@@ -22,7 +22,8 @@
 //        -> CoreAlloc::alloc_large      profile countdown, a chunk run (large_run.h)
 //   dealloc(p)                          FAST: owner == this thread: slab push
 //     -> slab_needs_attention           push made `needed` zero: wake/release
-//     -> dealloc_slow(p, entry)         not ours, with the entry found:
+//     -> dealloc_not_mine(p, owner, meta) not ours, with the entry read
+//        (dealloc_slow(p, entry): the sized frees' and realloc's):
 //        -> dealloc_remote              other allocator: batch (inline,
 //                                       tail calls only), post when full
 //        -> dealloc_not_in_slab         large_run::dealloc /
