@@ -126,22 +126,53 @@ namespace snmalloc
     return alloc_unusual(size, align, zero, __builtin_return_address(0));
   }
 
+  // A refill found no memory: out of line, so that the refill calls
+  // nothing and needs no stack frame.
+  SNMALLOC_SLOW_PATH inline void* refill_failed() noexcept
+  {
+    errno = ENOMEM;
+    return nullptr;
+  }
+
+  // What alloc_refill_slow returns for the object p a refill gave.
+  SNMALLOC_FAST_PATH void* refilled(void* p) noexcept
+  {
+    if (SNMALLOC_UNLIKELY(p == nullptr))
+      return refill_failed();
+    if constexpr (config::checks)
+      FreeObject::from(p)->clear_mark();
+    return p;
+  }
+
+  // alloc_refill_slow's refills but the usual one: a message waiting, no
+  // awake slab, untouched objects or counts to update.
+  SNMALLOC_SLOW_PATH inline void*
+  alloc_refill_unusual(Alloc& core, Local& local, size_t size, size_t align, sizeclass_t sc, void* return_address) noexcept
+  {
+    void* p = core.alloc_refill_unusual(local.fast[sc], sc);
+    if (Profiler::enabled && SNMALLOC_UNLIKELY(p == nullptr))
+      p = alloc_sample_due(local, size, align, return_address);
+    return refilled(p);
+  }
+
   // A small malloc's fast list was empty: `sc` is the class of `size`,
   // which the fast path had found.  The usual case, a thread with an
   // allocator, is a refill and nothing else: through alloc_slow, which
   // found the class and read the empty list again, 28 instructions a
-  // refill besides the refill itself on perf-random-replace.
+  // refill besides the refill itself on perf-random-replace.  The others
+  // are tail calls, so that it sets up no stack frame.
   SNMALLOC_FAST_PATH_EXIT inline void* alloc_refill_slow(size_t size, size_t align, sizeclass_t sc) noexcept
   {
     Local& local = local_cache;
-    if (SNMALLOC_UNLIKELY(local.core == nullptr))
+    Alloc* core = local.core;
+    if (SNMALLOC_UNLIKELY(core == nullptr))
       return alloc_unusual(size, align, false, __builtin_return_address(0));
-    void* p = refill_small(*local.core, local, sc, size, align, __builtin_return_address(0));
-    if (SNMALLOC_UNLIKELY(p == nullptr))
-      errno = ENOMEM;
-    else if constexpr (config::checks)
-      FreeObject::from(p)->clear_mark();
-    return p;
+    if (SNMALLOC_UNLIKELY(!core->refill_is_usual(sc)))
+      return alloc_refill_unusual(*core, local, size, align, sc, __builtin_return_address(0));
+    void* p = core->alloc_refill_usual(local.fast[sc], sc);
+    if (Profiler::enabled && SNMALLOC_UNLIKELY(p == nullptr))
+      p = alloc_sample_due(local, size, align, __builtin_return_address(0));
+    return refilled(p);
   }
 
   // p, checked, of one of `core`'s slabs, yet not freed by the fast path

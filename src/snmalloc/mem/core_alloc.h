@@ -155,11 +155,24 @@ namespace snmalloc
     // against 66 as alloc_slow's call of this).
     SNMALLOC_FAST_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
     {
-      SlabMeta* s = available_[sc].head;
-      if (SNMALLOC_UNLIKELY(queue.maybe_nonempty() || s == nullptr || !s->list_only()))
+      if (SNMALLOC_UNLIKELY(!refill_is_usual(sc)))
         return alloc_refill_unusual(fast, sc);
+      return alloc_refill_usual(fast, sc);
+    }
+
+    // The usual case of alloc_refill, tested apart for a caller that leaves
+    // the others in a tail call.
+    SNMALLOC_FAST_PATH bool refill_is_usual(sizeclass_t sc) const
+    {
+      const SlabMeta* s = available_[sc].head;
+      return !queue.maybe_nonempty() && s != nullptr && s->list_only();
+    }
+
+    SNMALLOC_FAST_PATH void* alloc_refill_usual(FreeObject*& fast, sizeclass_t sc)
+    {
       if (profile_.sample_due(*this, sc))
         return nullptr;
+      SlabMeta* s = available_[sc].head;
       return refill_from(fast, sc, s, s->take_list());
     }
 
