@@ -81,6 +81,16 @@ namespace snmalloc
     return alloc_impl<false>(rounded, align);
   }
 
+  // A free fast path's caller that leaves every other owner's p to its
+  // slow path.
+  struct NotFreed
+  {
+    SNMALLOC_FAST_PATH bool operator()(uintptr_t, uintptr_t) const
+    {
+      return false;
+    }
+  };
+
   // Any slab will do: a free that knows nothing of the object's size.
   struct AnyClass
   {
@@ -97,11 +107,11 @@ namespace snmalloc
   // object of another class leaves for the slow path, which tells a wrong
   // size from an odd right one.  The owner a thread's allocator writes in
   // the pagemap is its address: having compared equal, it is the allocator,
-  // with no load of local.core.  `entry`, if given, is set to p's pagemap
-  // entry when p is in the arena but another owner's, for dealloc_slow.
-  template<typename InClass = AnyClass>
-  SNMALLOC_FAST_PATH bool
-  dealloc_fast(void* p, InClass in_class = {}, const PagemapEntry** entry_of_other = nullptr)
+  // with no load of local.core.  `other(meta, owner)` is called when p is
+  // in the arena but another owner's, with its pagemap entry's meta and
+  // owner, and says whether it freed p.
+  template<typename InClass = AnyClass, typename Other = NotFreed>
+  SNMALLOC_FAST_PATH bool dealloc_fast(void* p, InClass in_class = {}, Other other = {})
   {
     uintptr_t offset = pagemap.offset_of(p);
     if (SNMALLOC_LIKELY(offset < pagemap.size))
@@ -119,17 +129,22 @@ namespace snmalloc
           reinterpret_cast<Alloc*>(owner)->dealloc_local(p, meta);
         return true;
       }
-      if (entry_of_other != nullptr)
-        *entry_of_other = &entry;
+      return other(entry.get_meta(), owner);
     }
     return false;
   }
 
+  // The free leaves its fast path for one of two slow paths: p outside the
+  // arena (nullptr among them), or in a chunk not this thread's, with the
+  // owner the fast path read and the meta of the pagemap entry it found.
   SNMALLOC_FAST_PATH void dealloc(void* p)
   {
-    const PagemapEntry* entry = nullptr;
-    if (!dealloc_fast(p, AnyClass{}, &entry))
-      dealloc_slow(p, entry);
+    auto not_mine = [p](uintptr_t meta, uintptr_t owner) {
+      dealloc_not_mine(p, owner, meta);
+      return true;
+    };
+    if (!dealloc_fast(p, AnyClass{}, not_mine))
+      dealloc_outside_arena(p);
   }
 
   // Bytes usable at p (0 for nullptr and pointers not from this allocator).

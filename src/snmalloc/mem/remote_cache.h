@@ -70,8 +70,9 @@ namespace snmalloc
 
     Slot slots_[SLOTS];
     // Bytes the cache takes before it is flushed, counted down: an add
-    // tests the borrow of its subtraction.
-    size_t room_ = config::REMOTE_CACHE_BYTES;
+    // tests the sign of its subtraction, in place (as a borrow, the count
+    // was loaded, subtracted from and stored: 2 instructions more).
+    ptrdiff_t room_ = config::REMOTE_CACHE_BYTES;
 
     static void post(Slot& s)
     {
@@ -115,7 +116,8 @@ namespace snmalloc
       }
       f->set_next(lane);
       lane = f;
-      if (SNMALLOC_UNLIKELY(__builtin_sub_overflow(room_, size, &room_)))
+      room_ -= static_cast<ptrdiff_t>(size);
+      if (SNMALLOC_UNLIKELY(room_ < 0))
         flush();
     }
 

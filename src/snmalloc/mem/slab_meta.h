@@ -110,7 +110,7 @@ namespace snmalloc
     // and more), not on the line below, which other threads' frees read
     // (there, the owner's writes took that line from them and back).
     [[no_unique_address]] FreeBits on_free_list;
-    SlabMeta* prev = nullptr; // on the owner's available list while awake
+    SlabMeta* prev = nullptr; // on the owner's available list while awake (not the head's)
     SlabMeta* next = nullptr;
     // Fixed while the slab lives, and read by other threads on every remote
     // free: on a line of its own, so those reads do not miss each time the
@@ -346,7 +346,18 @@ namespace snmalloc
     // (mem/heap_counts.h), so that the refill need not count it?
     SNMALLOC_FAST_PATH bool list_only() const
     {
-      return untouched == 0 && needed <= uint32_t(owner_capacity) && counted_out == owner_capacity;
+      return counted_out_and_untouched() == owner_capacity && needed <= uint32_t(owner_capacity);
+    }
+
+    // counted_out, and untouched in the high half: both tested in one
+    // compare (2 instructions a refill less).
+    SNMALLOC_FAST_PATH uint32_t counted_out_and_untouched() const
+    {
+      static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+      static_assert(offsetof(SlabMeta, untouched) == offsetof(SlabMeta, counted_out) + sizeof(uint16_t));
+      uint32_t both;
+      __builtin_memcpy(&both, reinterpret_cast<const char*>(this) + offsetof(SlabMeta, counted_out), sizeof(both));
+      return both;
     }
 
     // Take every free object, the next untouched ones linked in first, in
@@ -429,14 +440,17 @@ namespace snmalloc
     }
   };
 
-  // Intrusive doubly linked list of awake slabs of one class.
+  // Intrusive doubly linked list of awake slabs of one class.  The head's
+  // `prev` is not kept: remove tells the head by the list's pointer, so
+  // the refill that puts the head to sleep and the wake that inserts a
+  // slab store no null there (4 instructions a refill and wake on
+  // perf-larson).
   struct SlabList
   {
     SlabMeta* head = nullptr;
 
     void insert(SlabMeta* s)
     {
-      s->prev = nullptr;
       s->next = head;
       if (head != nullptr)
         head->prev = s;
@@ -448,16 +462,14 @@ namespace snmalloc
     void remove_head(const SlabMeta* s)
     {
       head = s->next;
-      if (head != nullptr)
-        head->prev = nullptr;
     }
 
     void remove(SlabMeta* s)
     {
-      if (s->prev != nullptr)
-        s->prev->next = s->next;
-      else
+      if (head == s)
         head = s->next;
+      else
+        s->prev->next = s->next;
       if (s->next != nullptr)
         s->next->prev = s->prev;
       s->prev = s->next = nullptr;
