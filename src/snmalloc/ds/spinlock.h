@@ -16,7 +16,11 @@ namespace snmalloc
     std::atomic<bool> held{false};
 
   public:
-    void lock() noexcept
+    // Always inline, as the guard below: GCC inlined them in the plain shim
+    // but called them in the profiling one (more call sites), 15
+    // instructions a call where inline the uncontended case is an exchange
+    // and a test (large-object churn sampled at 512 KiB: 4.5 calls a sample).
+    SNMALLOC_FAST_PATH void lock() noexcept
     {
       for (unsigned spins = 0; held.exchange(true, std::memory_order_acquire);)
       {
@@ -47,11 +51,11 @@ namespace snmalloc
     SpinLock& lock_;
 
   public:
-    explicit LockGuard(SpinLock& l) noexcept : lock_(l)
+    SNMALLOC_FAST_PATH explicit LockGuard(SpinLock& l) noexcept : lock_(l)
     {
       lock_.lock();
     }
-    ~LockGuard()
+    SNMALLOC_FAST_PATH ~LockGuard()
     {
       lock_.unlock();
     }
