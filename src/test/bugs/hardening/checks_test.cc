@@ -34,10 +34,19 @@ TEST_CASE("a link overwritten in the fast list stops the pop", "[checks]")
   // A fresh slab's first refill links a chunk's worth of objects (three
   // of 5120 bytes) into the fast list in address order: the one after the
   // first handed out is the list's head.  An overflow of the first
-  // overwrites its link; the pop reads it.
+  // overwrites its link; the pop reads it.  The class may have slabs
+  // already (the test harness allocates), whose freed objects a refill
+  // hands out first, in any order: 256 objects are taken to use those up,
+  // then more until one starts a slab.
   check_dies_naming(
     [](auto tell) {
-      char* first = static_cast<char*>(std::malloc(5120));
+      for (int i = 0; i < 256; i++)
+        sink = std::malloc(5120);
+      const uintptr_t slab = snmalloc::slab_size_compute(5120);
+      char* first;
+      do
+        first = static_cast<char*>(std::malloc(5120));
+      while ((reinterpret_cast<uintptr_t>(first) & (slab - 1)) != 0);
       tell(first + 5120);
       *static_cast<uintptr_t*>(hide(first + 5120)) = 0x4141414141414141; // not memset: checked
       sink = std::malloc(5120);
