@@ -346,6 +346,17 @@ TEST_CASE("sampled objects keep the natural alignment of their size")
   REQUIRE(sizes.size() > 40);
   for (size_t large : {100000, 300000, (1 << 20) + 1})
     sizes.push_back(usable_size_unsampled(large));
+  // An object of the largest class has no room for its record in a class
+  // block and is a run of chunks, as large ones are, which are packed at
+  // any chunk: after runs of odd chunk counts the next free chunk is at
+  // every offset, and it must still get its class's alignment.
+  constexpr size_t chunk = size_t(1) << snmalloc::config::CHUNK_BITS;
+  for (size_t round = 0; round < 4; round++)
+    for (size_t odd = 1; odd <= 7; odd += 2)
+    {
+      sizes.push_back(snmalloc::config::MAX_SMALL_SIZE + odd * chunk);
+      sizes.push_back(snmalloc::config::MAX_SMALL_SIZE);
+    }
 
   kept.reserve(sizes.size());
   TempDir dir;
@@ -359,40 +370,6 @@ TEST_CASE("sampled objects keep the natural alignment of their size")
     size_t natural = sizes[i] & (~sizes[i] + 1); // largest power of two dividing it
     INFO("malloc(" << sizes[i] << ") at " << kept[i] << ", natural alignment " << natural);
     CHECK(aligned_to(kept[i], natural));
-  }
-  CHECK(profile_of(dir, "sampled_site_class").inuse_objects == int64_t(sizes.size()));
-  free_kept();
-}
-
-TEST_CASE("sampled objects of the largest class stay aligned among large runs of odd chunk counts")
-{
-  // A sampled object of the largest small class has no room for its record
-  // in a class block and is a run of chunks, which are packed at any chunk
-  // for large objects: it must still get its class's alignment.  Large
-  // runs of 1 to 7 chunks more than 64 KiB between them leave the next
-  // free chunk at every offset.
-  constexpr size_t chunk = size_t(1) << snmalloc::config::CHUNK_BITS;
-  const size_t largest = snmalloc::config::MAX_SMALL_SIZE;
-  std::vector<size_t> sizes;
-  for (size_t round = 0; round < 4; round++)
-    for (size_t extra = 1; extra <= 7; extra++)
-    {
-      sizes.push_back(largest + extra * chunk);
-      sizes.push_back(largest);
-    }
-  kept.reserve(sizes.size());
-  TempDir dir;
-  SampledAtSites exact;
-  on_fresh_thread([&] {
-    for (size_t size : sizes)
-      sampled_site_class(size);
-  });
-  for (size_t i = 0; i < sizes.size(); i++)
-  {
-    if (sizes[i] != largest)
-      continue;
-    INFO("malloc(" << sizes[i] << ") at " << kept[i]);
-    CHECK(aligned_to(kept[i], largest));
   }
   CHECK(profile_of(dir, "sampled_site_class").inuse_objects == int64_t(sizes.size()));
   free_kept();
