@@ -167,12 +167,9 @@ namespace snmalloc
     Alloc* core = local.core;
     if (SNMALLOC_UNLIKELY(core == nullptr))
       return alloc_unusual(size, align, false, __builtin_return_address(0));
-    if (SNMALLOC_UNLIKELY(!core->refill_is_usual(sc)))
+    if (SNMALLOC_UNLIKELY(!core->usual_refill_counted(sc)))
       return alloc_refill_unusual(*core, local, size, align, sc, __builtin_return_address(0));
-    void* p = core->alloc_refill_usual(local.fast[sc], sc);
-    if (Profiler::enabled && SNMALLOC_UNLIKELY(p == nullptr))
-      p = alloc_sample_due(local, size, align, __builtin_return_address(0));
-    return refilled(p);
+    return refilled(core->alloc_refill_usual(local.fast[sc], sc));
   }
 
   // p, checked, of one of `core`'s slabs, yet not freed by the fast path

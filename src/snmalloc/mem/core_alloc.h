@@ -154,25 +154,31 @@ namespace snmalloc
     // against 66 as alloc_slow's call of this).
     SNMALLOC_FAST_PATH void* alloc_refill(FreeObject*& fast, sizeclass_t sc)
     {
-      if (SNMALLOC_UNLIKELY(!refill_is_usual(sc)))
+      if (SNMALLOC_UNLIKELY(!usual_refill_counted(sc)))
         return alloc_refill_unusual(fast, sc);
       return alloc_refill_usual(fast, sc);
     }
 
-    // The usual case of alloc_refill, tested apart for a caller that leaves
-    // the others in a tail call.
-    SNMALLOC_FAST_PATH bool refill_is_usual(sizeclass_t sc) const
+    // Is the refill of `sc` the usual one?  Tested apart for a caller that
+    // leaves the others in a tail call.  When it is, its batch is counted
+    // for sampling already: it ends before the next sample point.
+    SNMALLOC_FAST_PATH bool usual_refill_counted(sizeclass_t sc)
     {
       const SlabMeta* s = available_[sc].head;
-      return !queue.maybe_nonempty() && s != nullptr && s->list_only();
+      return !queue.maybe_nonempty() && s != nullptr && s->list_only() &&
+        profile_.counted_before_point(sc, s->listed());
     }
 
+    // The usual refill, after usual_refill_counted: the slab's whole list,
+    // which is not empty (an available slab has objects to hand out).
     SNMALLOC_FAST_PATH void* alloc_refill_usual(FreeObject*& fast, sizeclass_t sc)
     {
-      if (profile_.sample_due(*this, sc))
-        return nullptr;
       SlabMeta* s = available_[sc].head;
-      return refill_from(fast, sc, s, s->take_list());
+      Batch b = s->take_list();
+      available_[sc].remove_head(s);
+      void* p = b.pop();
+      fast = b.head;
+      return p;
     }
 
     SNMALLOC_SLOW_PATH void* alloc_refill_unusual(FreeObject*& fast, sizeclass_t sc)

@@ -8,6 +8,10 @@
 //   enabled                              constexpr: is profiling compiled in
 //   CoreState::sample_due(core, sc)      refill: is a sample point pending in sc?
 //                                        (inline: one compare in the common case)
+//   CoreState::counted_before_point(sc, n)
+//                                        usual refill: count n objects if they
+//                                        come before the next sample point
+//                                        (inline: a compare and a subtract)
 //   CoreState::split(core, sc, batch)    refill: count the batch, hold back
 //                                        objects past the next sample point
 //                                        (inline: one subtract in the common case)
@@ -72,6 +76,11 @@ namespace snmalloc
       static bool sample_due(Core&, sizeclass_t)
       {
         return false;
+      }
+
+      static constexpr bool counted_before_point(sizeclass_t, size_t)
+      {
+        return true;
       }
 
       template<typename Core>

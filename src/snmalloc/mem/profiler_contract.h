@@ -43,6 +43,9 @@ namespace snmalloc
     template<typename P, typename Core>
     using SampleDue =
       Returns<bool, decltype(state<P>().sample_due(ref<Core>(), sizeclass_t{}))>;
+    template<typename P, typename>
+    using CountedBeforePoint =
+      Returns<bool, decltype(state<P>().counted_before_point(sizeclass_t{}, size_t{}))>;
     template<typename P, typename Core>
     using Split =
       Returns<Batch, decltype(state<P>().split(ref<Core>(), sizeclass_t{}, Batch{}))>;
@@ -99,6 +102,9 @@ namespace snmalloc
     using namespace contract_detail;
     static_assert(has<Enabled, P>::value, "profiler: static constexpr bool enabled");
     static_assert(has<SampleDue, P>::value, "profiler: CoreState::sample_due(Core&, sizeclass_t) -> bool");
+    static_assert(
+      has<CountedBeforePoint, P>::value,
+      "profiler: CoreState::counted_before_point(sizeclass_t, size_t) -> bool");
     static_assert(has<Split, P>::value, "profiler: CoreState::split(Core&, sizeclass_t, Batch) -> Batch");
     static_assert(
       has<AllocAtSamplePoint, P>::value,
