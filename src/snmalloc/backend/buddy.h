@@ -232,7 +232,11 @@ namespace snmalloc
       size_t best_rank = ~size_t(0);
       size_t o = 0;
       size_t budget = PACKED_SCAN_LIMIT;
-      for (size_t order = min_order; order <= MAX_ORDER; order++)
+      // A range is at least as long as any block in it: past the best
+      // length, no order can beat it (large-churn: the scan went through
+      // every order up to MAX_ORDER, most of them empty).
+      for (size_t order = min_order; order <= MAX_ORDER && (size_t(1) << order) <= best_rank;
+           order++)
       {
         for (uint32_t i = heads_[order]; i != NONE; i = next_of(i))
         {
@@ -240,7 +244,7 @@ namespace snmalloc
             return best;
           uintptr_t flags = flags_of(i);
           size_t end = i + (size_t(1) << order);
-          while (free_block_at(end, o))
+          while (end - i <= best_rank && free_block_at(end, o))
           {
             flags |= flags_of(end);
             end += size_t(1) << o;

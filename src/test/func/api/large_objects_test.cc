@@ -213,6 +213,111 @@ TEST_CASE("large-freed-block-reused-by-smaller-ones", "[.]")
   }
 }
 
+// Best fit among freed gaps: a row of large blocks of distinct lengths,
+// each between two small large blocks that stay, is freed (in a shuffled
+// order, the row itself laid out in another), and each request then goes
+// to the shortest gap that holds it: an exact fit, a fit with a few chunks
+// spare, and one a chunk too long for the gap of its length.  In a
+// process of its own: the holes it leaves make later growth move more.
+TEST_CASE("large-run-takes-the-shortest-gap-that-holds-it", "[.]")
+{
+  // Not the checks build: it places every run low, away from slabs.
+  if (snmalloc::config::checks)
+    return;
+  const size_t gap_chunks[] = {67, 100, 130, 192, 257, 320, 520};
+  constexpr size_t gaps = sizeof(gap_chunks) / sizeof(gap_chunks[0]);
+  constexpr size_t separator = 4 * chunk + 1; // five chunks
+  uint64_t state = 7;
+  auto shuffled = [&state] {
+    std::vector<size_t> order(gaps);
+    for (size_t i = 0; i < gaps; i++)
+      order[i] = i;
+    for (size_t i = gaps - 1; i > 0; i--)
+    {
+      state = mix(state + i);
+      std::swap(order[i], order[state % (i + 1)]);
+    }
+    return order;
+  };
+  struct Request
+  {
+    size_t bytes;
+    size_t expected_gap;
+    const char* landed;
+  };
+  std::vector<void*> held; // separators, and rows laid out elsewhere
+  held.reserve(4 * 64 * (2 * gaps + 1));
+  for (int round = 0; round < 4; round++)
+  {
+    INFO("round " << round);
+    // Laid out as separator, gap, separator, ..., gap, separator.  A
+    // separator goes to the shortest free range that holds it, which may
+    // lie anywhere; a row not laid out in one piece stays held (filling
+    // such ranges) and another is tried.
+    std::vector<size_t> layout = shuffled();
+    std::vector<char*> gap_at(gaps, nullptr);
+    bool in_one_piece = false;
+    for (int attempt = 0; attempt < 64 && !in_one_piece; attempt++)
+    {
+      char* at = static_cast<char*>(std::malloc(opaque(separator)));
+      REQUIRE(at != nullptr);
+      held.push_back(at);
+      in_one_piece = true;
+      for (size_t g : layout)
+      {
+        gap_at[g] = static_cast<char*>(std::malloc(opaque(gap_chunks[g] * chunk)));
+        char* after = static_cast<char*>(std::malloc(opaque(separator)));
+        REQUIRE((gap_at[g] != nullptr && after != nullptr));
+        held.push_back(gap_at[g]);
+        held.push_back(after);
+        in_one_piece = in_one_piece && gap_at[g] == at + 5 * chunk &&
+          after == gap_at[g] + gap_chunks[g] * chunk;
+        at = after;
+      }
+    }
+    REQUIRE(in_one_piece);
+    for (size_t g = 0; g < gaps; g++)
+      std::memset(gap_at[g], 5, gap_chunks[g] * chunk);
+    std::vector<Request> requests;
+    for (size_t g = 0; g < gaps; g++)
+    {
+      requests.push_back({gap_chunks[g] * chunk - 100, g, nullptr});
+      requests.push_back({(gap_chunks[g] - 3) * chunk + 1, g, nullptr});
+      if (g + 1 < gaps)
+        requests.push_back({gap_chunks[g] * chunk + 1, g + 1, nullptr});
+    }
+    for (size_t i = requests.size() - 1; i > 0; i--)
+    {
+      state = mix(state + i);
+      std::swap(requests[i], requests[state % (i + 1)]);
+    }
+    // Nothing else is allocated from here to the checks: a slab cut from
+    // a gap would shorten it.
+    std::vector<size_t> free_order = shuffled();
+    for (size_t g : free_order)
+    {
+      std::free(gap_at[g]);
+      *std::find(held.begin(), held.end(), gap_at[g]) = nullptr;
+    }
+    for (Request& r : requests)
+    {
+      char* p = static_cast<char*>(std::malloc(opaque(r.bytes)));
+      r.landed = p;
+      std::free(p);
+    }
+    for (const Request& r : requests)
+    {
+      const char* gap = gap_at[r.expected_gap];
+      INFO("request " << r.bytes << " bytes, expected in the gap of "
+                      << gap_chunks[r.expected_gap] << " chunks");
+      REQUIRE(r.landed != nullptr);
+      CHECK((r.landed >= gap && r.landed + r.bytes <= gap + gap_chunks[r.expected_gap] * chunk));
+    }
+  }
+  for (void* p : held)
+    std::free(p);
+}
+
 namespace
 {
   uint8_t byte_at(size_t i)
