@@ -226,17 +226,21 @@ TEST_CASE("large-run-takes-the-shortest-gap-that-holds-it", "[.]")
     return;
   const size_t gap_chunks[] = {67, 100, 130, 192, 257, 320, 520};
   constexpr size_t gaps = sizeof(gap_chunks) / sizeof(gap_chunks[0]);
-  constexpr size_t separator = 4 * chunk + 1; // five chunks
+  constexpr size_t separator_chunks = 5;
+  constexpr size_t separator = (separator_chunks - 1) * chunk + 1;
   uint64_t state = 7;
-  auto shuffled = [&state] {
+  auto shuffle = [&state](auto& items) {
+    for (size_t i = items.size() - 1; i > 0; i--)
+    {
+      state = mix(state + i);
+      std::swap(items[i], items[state % (i + 1)]);
+    }
+  };
+  auto shuffled = [&shuffle] {
     std::vector<size_t> order(gaps);
     for (size_t i = 0; i < gaps; i++)
       order[i] = i;
-    for (size_t i = gaps - 1; i > 0; i--)
-    {
-      state = mix(state + i);
-      std::swap(order[i], order[state % (i + 1)]);
-    }
+    shuffle(order);
     return order;
   };
   struct Request
@@ -270,7 +274,7 @@ TEST_CASE("large-run-takes-the-shortest-gap-that-holds-it", "[.]")
         REQUIRE((gap_at[g] != nullptr && after != nullptr));
         held.push_back(gap_at[g]);
         held.push_back(after);
-        in_one_piece = in_one_piece && gap_at[g] == at + 5 * chunk &&
+        in_one_piece = in_one_piece && gap_at[g] == at + separator_chunks * chunk &&
           after == gap_at[g] + gap_chunks[g] * chunk;
         at = after;
       }
@@ -286,11 +290,7 @@ TEST_CASE("large-run-takes-the-shortest-gap-that-holds-it", "[.]")
       if (g + 1 < gaps)
         requests.push_back({gap_chunks[g] * chunk + 1, g + 1, nullptr});
     }
-    for (size_t i = requests.size() - 1; i > 0; i--)
-    {
-      state = mix(state + i);
-      std::swap(requests[i], requests[state % (i + 1)]);
-    }
+    shuffle(requests);
     // Nothing else is allocated from here to the checks: a slab cut from
     // a gap would shorten it.
     std::vector<size_t> free_order = shuffled();
