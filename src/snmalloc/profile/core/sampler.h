@@ -62,10 +62,16 @@ namespace snmalloc::profile
     uint32_t unit_[NUM_SMALL_CLASSES] = {};
     Countdown strata_[STRATA]; // sizeclass mode
 
+    // Out of line, so that draw() saves no registers for its call.
+    SNMALLOC_SLOW_PATH void seed()
+    {
+      rng_ = Pal::entropy64() | 1;
+    }
+
     uint64_t next_random()
     {
       if (SNMALLOC_UNLIKELY(rng_ == 0))
-        rng_ = Pal::entropy64() | 1;
+        seed();
       // xorshift64*: fast, and plenty for choosing sample points.
       rng_ ^= rng_ >> 12;
       rng_ ^= rng_ << 25;
