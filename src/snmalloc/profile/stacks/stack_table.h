@@ -50,6 +50,48 @@ namespace snmalloc::profile
     uint32_t labels; // the label set's id (label_sets.h)
   };
 
+  class StackTable;
+
+  // The stack a thread last recorded, and its entry in `table`: samples
+  // from one place in a row (large-object churn: nearly all from one call
+  // site) then neither hash their frames nor compare them with the entry's
+  // (65 of a sample's instructions there), only with these, a load and a
+  // compare a frame.  Stacks deeper than FRAMES are not kept.
+  struct LastStack
+  {
+    static constexpr size_t FRAMES = 16;
+
+    const StackTable* table = nullptr;
+    const StackEntry* entry = nullptr;
+    size_t depth = 0;
+    uintptr_t frames[FRAMES] = {};
+
+    bool holds(const StackTable* t, const uintptr_t* f, size_t d) const
+    {
+      if (t != table || d != depth)
+        return false;
+      for (size_t i = 0; i < d; i++)
+      {
+        if (f[i] != frames[i])
+          return false;
+      }
+      return true;
+    }
+
+    void keep(const StackTable* t, const StackEntry* e)
+    {
+      if (e->depth > FRAMES)
+        return;
+      table = t;
+      entry = e;
+      depth = e->depth;
+      for (size_t i = 0; i < depth; i++)
+        frames[i] = e->frames[i];
+    }
+  };
+
+  inline thread_local LastStack last_stack;
+
   class StackTable
   {
     // Blocks are reserved whole at the first sample and touched as they
@@ -167,11 +209,13 @@ namespace snmalloc::profile
     static constexpr uint32_t NO_ID = 0xffffffff;
 
     // A site's hashes: of its stack, and of the site (stack, object size,
-    // labels).
+    // labels); and the stack's entry if this thread's last sample had the
+    // same stack (LastStack), else nullptr.
     struct SiteKey
     {
       uint64_t stack_hash;
       uint64_t hash;
+      const StackEntry* stack;
     };
 
     // The key of the site of `frames` for objects of `object_size` under
@@ -181,11 +225,13 @@ namespace snmalloc::profile
     // pages were written) they were four fifths of record()'s time (perf).
     SiteKey key(const uintptr_t* frames, size_t depth, size_t object_size, uint32_t labels)
     {
-      uint64_t sh = stack_hash(frames, depth);
+      const LastStack& last = last_stack;
+      const StackEntry* known = last.holds(this, frames, depth) ? last.entry : nullptr;
+      uint64_t sh = known != nullptr ? known->hash : stack_hash(frames, depth);
       uint64_t h = site_hash(sh, object_size, labels);
       __builtin_prefetch(&lock_, 1);
       sites_.prefetch(h);
-      return {sh, h};
+      return {sh, h, known};
     }
 
     // Find or add the site of `key` (from key() with the same arguments)
@@ -210,8 +256,9 @@ namespace snmalloc::profile
         h,
         [&](uintptr_t w) {
           const SiteEntry& s = site(w - 1);
+          // A stack is one entry: the known one's matches only itself.
           return s.object_size == object_size && s.labels == labels &&
-            same_stack(s.stack, sh, frames, depth);
+            (key.stack != nullptr ? s.stack == key.stack : same_stack(s.stack, sh, frames, depth));
         },
         [&]() -> uintptr_t {
           const StackEntry* stack = find_or_add_stack(frames, depth, sh);
@@ -221,6 +268,8 @@ namespace snmalloc::profile
       if (word == 0)
         return NO_ID;
       SiteEntry& s = site(word - 1);
+      if (s.stack != key.stack)
+        last_stack.keep(this, s.stack);
       if (s.requested_size != requested_size)
         s.requested_size = 0;
       s.alloc_objects += objects;
