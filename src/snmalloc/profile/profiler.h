@@ -45,25 +45,24 @@ namespace snmalloc::profile
     uint32_t labels = thread_labels.current_set();
     if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
       label_sets.count_truncated_sample();
-    // The site's loads start here; the weight and the clock read cover them.
+    // The site's loads start here; the clock read covers them.
     StackTable::SiteKey key = stack_table.key(frames, depth, size, labels);
-    double w = sample_weight(rate.mode, size, rate.interval);
     int64_t birth_ns = Pal::precise_monotonic_ns();
-    uint32_t id = stack_table.record(key, frames, depth, size, requested, w, w * double(size), labels);
-    SampleRecord* r = id == StackTable::NO_ID ? nullptr : place(list);
+    StackTable::Recorded site = stack_table.record(key, frames, depth, size, requested, rate, labels);
+    SampleRecord* r = site.id == StackTable::NO_ID ? nullptr : place(list);
     if (r == nullptr)
     {
       settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-    int64_t bytes = int64_t(w * double(size));
+    int64_t bytes = int64_t(site.weight * double(size));
     r->requested_size = requested;
     r->allocated_size = size;
     r->interval = rate.interval;
     r->bytes = bytes;
     r->mode = rate.mode;
     r->birth_ns = birth_ns;
-    r->site_id = id;
+    r->site_id = site.id;
     r->thread_id = this_thread_id();
     if (!list.registered)
     {

@@ -42,12 +42,14 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
       size_t n = pass == 0 ? i + 1 : sizes - i;
       for (size_t stack = 0; stack < 3; stack++)
       {
-        double w = double(stack + 1 + pass);
+        // Count mode: a sample's weight is its interval, here a small
+        // integer that the second pass changes.
+        SampleRate rate{SampleMode::Count, stack + 1 + size_t(pass)};
         size_t size = size_of(n);
         StackTable::SiteKey key = table.key(frames, depths[stack], size, 0);
-        uint32_t id = table.record(
-          key, frames, depths[stack], size, requested_of(n, pass), w, w * double(size));
-        wrong_ids += id != expected_id(n, stack);
+        StackTable::Recorded site =
+          table.record(key, frames, depths[stack], size, requested_of(n, pass), rate);
+        wrong_ids += site.id != expected_id(n, stack) || site.weight != double(rate.interval);
       }
     }
   }
@@ -96,7 +98,7 @@ TEST_CASE("samples from one stack in a row find its entry and sites as others do
   static StackTable table;
   auto record = [&](size_t depth, size_t size) {
     StackTable::SiteKey key = table.key(frames, depth, size, 0);
-    return table.record(key, frames, depth, size, size, 1.0, double(size));
+    return table.record(key, frames, depth, size, size, {SampleMode::Count, 1}).id;
   };
   size_t wrong_ids = 0;
   for (int pass = 0; pass < 2; pass++)
