@@ -40,8 +40,8 @@ namespace snmalloc::profile
     if (in_profiler)
       return nullptr;
     ProfilerGuard guard;
-    uintptr_t frames[MAX_DEPTH];
-    size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
+    uintptr_t raw[MAX_DEPTH + CAPTURE_CUT];
+    auto [frames, depth] = capture_stack(raw, settings.max_depth.load(std::memory_order_relaxed));
     uint32_t labels = thread_labels.current_set();
     if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
       label_sets.count_truncated_sample();

@@ -285,14 +285,26 @@ namespace snmalloc::profile
     }
   }
 
-  SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
+  // Room for the allocator's frames, an entry point's, and slack.
+  constexpr size_t CAPTURE_CUT = ALLOCATOR_FRAMES + 4;
+
+  // A sample's stack: `depth` return addresses at `frames`, the
+  // innermost first, in the buffer given to capture_stack.
+  struct CapturedStack
+  {
+    const uintptr_t* frames;
+    size_t depth;
+  };
+
+  // The stack of the allocation being sampled, up to `max` (at most
+  // MAX_DEPTH) frames, walked into `raw` and cut there: the frames are
+  // left where they lie, not copied out (21 instructions a sample).
+  SNMALLOC_SLOW_PATH inline CapturedStack
+  capture_stack(uintptr_t (&raw)[MAX_DEPTH + CAPTURE_CUT], size_t max)
   {
     if (StackSource source = stack_source.load(std::memory_order_acquire))
-      return source(out, max);
-    // Room for the allocator's frames, an entry point's, and slack.
-    constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
-    uintptr_t raw[MAX_DEPTH + CUT];
-    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
+      return {raw, source(raw, max < MAX_DEPTH ? max : MAX_DEPTH)};
+    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CAPTURE_CUT;
     WalkStart start = sample_walk_start;
     sample_walk_start = {};
     size_t first = ALLOCATOR_FRAMES;
@@ -317,7 +329,7 @@ namespace snmalloc::profile
     {
       n = walk_stack_fully(raw, want);
     }
-    for (size_t i = 0; i < n && i < CUT; i++)
+    for (size_t i = 0; i < n && i < CAPTURE_CUT; i++)
     {
       if (raw[i] == slow_path_return_address)
       {
@@ -328,12 +340,10 @@ namespace snmalloc::profile
     while (first < n && entry_points.contains(raw[first]))
       first++;
     if (n <= first)
-      return 0;
+      return {raw, 0};
     size_t depth = n - first;
     if (depth > max)
       depth = max;
-    for (size_t i = 0; i < depth; i++)
-      out[i] = raw[i + first];
-    return depth;
+    return {raw + first, depth};
   }
 } // namespace snmalloc::profile
