@@ -86,9 +86,12 @@ namespace snmalloc::profile
         if (*read_at_[i] != read_value_[i])
           return 0;
       }
-      for (size_t i = 0; i < depth_; i++)
+      // depth_ read once: `out` could alias it, so each store would read
+      // it again.
+      size_t depth = depth_;
+      for (size_t i = 0; i < depth; i++)
         out[i] = frames_[i];
-      return depth_;
+      return depth;
     }
 
     // A walk from (frame, return_address, bp) asking for `max` begins:
