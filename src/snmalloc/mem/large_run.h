@@ -155,7 +155,7 @@ namespace snmalloc
 
     // A run for `size` bytes aligned to `align`, tagged (kind, meta);
     // nullptr when memory is exhausted.
-    inline void* alloc(size_t size, size_t align, bool zero, ChunkKind kind, uintptr_t meta)
+    SNMALLOC_FAST_PATH void* alloc(size_t size, size_t align, bool zero, ChunkKind kind, uintptr_t meta)
     {
       size_t bytes = large_size(size);
       if constexpr (config::checks)

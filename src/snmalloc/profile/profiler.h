@@ -40,30 +40,29 @@ namespace snmalloc::profile
     if (in_profiler)
       return nullptr;
     ProfilerGuard guard;
-    uintptr_t frames[MAX_DEPTH];
-    size_t depth = capture_stack(frames, settings.max_depth.load(std::memory_order_relaxed));
+    uintptr_t raw[MAX_DEPTH + CAPTURE_CUT];
+    auto [frames, depth] = capture_stack(raw, settings.max_depth.load(std::memory_order_relaxed));
     uint32_t labels = thread_labels.current_set();
     if (SNMALLOC_UNLIKELY(labels & LABELS_TRUNCATED))
       label_sets.count_truncated_sample();
-    // The site's loads start here; the weight and the clock read cover them.
+    // The site's loads start here; the clock read covers them.
     StackTable::SiteKey key = stack_table.key(frames, depth, size, labels);
-    double w = sample_weight(rate.mode, size, rate.interval);
     int64_t birth_ns = Pal::precise_monotonic_ns();
-    uint32_t id = stack_table.record(key, frames, depth, size, requested, w, w * double(size), labels);
-    SampleRecord* r = id == StackTable::NO_ID ? nullptr : place(list);
+    StackTable::Recorded site = stack_table.record(key, frames, depth, size, requested, rate, labels);
+    SampleRecord* r = site.id == StackTable::NO_ID ? nullptr : place(list);
     if (r == nullptr)
     {
       settings.samples_dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-    int64_t bytes = int64_t(w * double(size));
+    int64_t bytes = int64_t(site.weight * double(size));
     r->requested_size = requested;
     r->allocated_size = size;
     r->interval = rate.interval;
     r->bytes = bytes;
     r->mode = rate.mode;
     r->birth_ns = birth_ns;
-    r->site_id = id;
+    r->site_id = site.id;
     r->thread_id = this_thread_id();
     if (!list.registered)
     {
@@ -316,13 +315,33 @@ namespace snmalloc::profile
         return result;
       }
 
-      template<typename Core>
-      SNMALLOC_SLOW_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
+      // large_before_point said no: the object reaches the next sample
+      // point, the settings changed, or the sampler counts by stratum
+      // (sizeclass mode).  Count it as the mode says; sample it if it
+      // holds the point.
+      SNMALLOC_SLOW_PATH void* alloc_large_at_point(size_t size, size_t s, size_t align, bool zero)
       {
-        size_t s = large_size(size);
         if (!(refresh() && sampler_.large_contains_point(s)))
           return nullptr;
         return take_sample(samples_, size, s, align, zero, sampler_.rate());
+      }
+
+      // On every large allocation, so inline, and in the common case a
+      // test of the settings' epoch and a subtraction: the object lies
+      // before the next sample point (out of line, with the sample's
+      // registers saved on every call, this cost 56 instructions a large
+      // allocation).  The sampled object, or nullptr to allocate as usual.
+      template<typename Core>
+      SNMALLOC_FAST_PATH void* alloc_large(Core&, size_t size, size_t align, bool zero)
+      {
+        size_t s = large_size(size);
+        if (SNMALLOC_LIKELY(settings.epoch.load(std::memory_order_acquire) == sampler_.epoch()))
+        {
+          if (SNMALLOC_LIKELY(sampler_.large_before_point(s)))
+            return nullptr;
+          sampler_.uncount_large(s);
+        }
+        return alloc_large_at_point(size, s, align, zero);
       }
 
       // realloc grew the large run at `p` in place by `added` bytes, to

@@ -2,7 +2,8 @@
 // interned through the hash indexes' growth, ids dense and stable, each
 // site's cumulative counts exact, its requested size kept only while every
 // allocation there asked for the same, and every site naming the one
-// shared entry of its stack with that stack's frames.
+// shared entry of its stack with that stack's frames; the same for
+// samples from one stack in a row, which reuse the thread's last stack.
 #include <snmalloc/profile/stacks/stack_table.h>
 
 #include <catch2/catch.hpp>
@@ -41,12 +42,14 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
       size_t n = pass == 0 ? i + 1 : sizes - i;
       for (size_t stack = 0; stack < 3; stack++)
       {
-        double w = double(stack + 1 + pass);
+        // Count mode: a sample's weight is its interval, here a small
+        // integer that the second pass changes.
+        SampleRate rate{SampleMode::Count, stack + 1 + size_t(pass)};
         size_t size = size_of(n);
         StackTable::SiteKey key = table.key(frames, depths[stack], size, 0);
-        uint32_t id = table.record(
-          key, frames, depths[stack], size, requested_of(n, pass), w, w * double(size));
-        wrong_ids += id != expected_id(n, stack);
+        StackTable::Recorded site =
+          table.record(key, frames, depths[stack], size, requested_of(n, pass), rate);
+        wrong_ids += site.id != expected_id(n, stack) || site.weight != double(rate.interval);
       }
     }
   }
@@ -84,4 +87,43 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
   REQUIRE(wrong_sites == 0);
   REQUIRE(table.stack_of(uint32_t(sites)) == nullptr);
   REQUIRE(table.os_bytes() > 0);
+}
+
+TEST_CASE("samples from one stack in a row find its entry and sites as others do")
+{
+  // The thread's last stack (LastStack) stands in for hashing and comparing
+  // the frames: the same stack at 100 sizes in a row, twice, then another
+  // stack between two samples of the first, must give the ids and counts
+  // that interning by the frames gives.
+  static StackTable table;
+  auto record = [&](size_t depth, size_t size) {
+    StackTable::SiteKey key = table.key(frames, depth, size, 0);
+    return table.record(key, frames, depth, size, size, {SampleMode::Count, 1}).id;
+  };
+  size_t wrong_ids = 0;
+  for (int pass = 0; pass < 2; pass++)
+  {
+    for (size_t n = 1; n <= 100; n++)
+      wrong_ids += record(5, 16 * n) != uint32_t(n - 1);
+  }
+  REQUIRE(wrong_ids == 0);
+  REQUIRE(record(3, 16) == 100);
+  REQUIRE(record(5, 16) == 0);
+  REQUIRE(record(3, 16) == 100);
+  REQUIRE(record(3, 32) == 101);
+
+  std::vector<SiteEntry> copy;
+  table.for_each([&](const SiteEntry& site) { copy.push_back(site); });
+  REQUIRE(copy.size() == 102);
+  REQUIRE(copy[0].stack->depth == 5);
+  REQUIRE(copy[100].stack->depth == 3);
+  REQUIRE(copy[101].stack == copy[100].stack);
+  size_t wrong_sites = 0;
+  for (size_t id = 0; id < 100; id++)
+  {
+    double objects = id == 0 ? 3 : 2;
+    wrong_sites += copy[id].stack != copy[0].stack || copy[id].alloc_objects != objects;
+  }
+  REQUIRE(wrong_sites == 0);
+  REQUIRE(copy[100].alloc_objects == 2);
 }

@@ -62,10 +62,16 @@ namespace snmalloc::profile
     uint32_t unit_[NUM_SMALL_CLASSES] = {};
     Countdown strata_[STRATA]; // sizeclass mode
 
+    // Out of line, so that draw() saves no registers for its call.
+    SNMALLOC_SLOW_PATH void seed()
+    {
+      rng_ = Pal::entropy64() | 1;
+    }
+
     uint64_t next_random()
     {
       if (SNMALLOC_UNLIKELY(rng_ == 0))
-        rng_ = Pal::entropy64() | 1;
+        seed();
       // xorshift64*: fast, and plenty for choosing sample points.
       rng_ ^= rng_ >> 12;
       rng_ ^= rng_ << 25;
@@ -112,6 +118,12 @@ namespace snmalloc::profile
           return;
         }
       }
+    }
+
+    // What a large object of `size` bytes counts for in the mode.
+    size_t large_units(size_t size) const
+    {
+      return mode_ == SampleMode::Bytes ? size : 1;
     }
 
     size_t large_stratum(size_t size) const
@@ -213,11 +225,25 @@ namespace snmalloc::profile
       return before_point(countdown_of(sc), count, unit_[sc]);
     }
 
+    // A large allocation's common case, inline as units_before_point: an
+    // object of `size` bytes that lies wholly before the next sample point
+    // is counted.  False for every other case; the caller then gives the
+    // units back (uncount_large) and large_contains_point counts exactly.
+    SNMALLOC_FAST_PATH bool large_before_point(size_t size)
+    {
+      shared_.until -= large_units(size);
+      return SNMALLOC_LIKELY(ptrdiff_t(shared_.until) >= 0);
+    }
+
+    void uncount_large(size_t size)
+    {
+      shared_.until += large_units(size);
+    }
+
     // A large allocation of `size` bytes: is it sampled?
     bool large_contains_point(size_t size)
     {
-      return before_point(
-               countdown_of(large_stratum(size)), 1, mode_ == SampleMode::Bytes ? size : 1) == 0;
+      return before_point(countdown_of(large_stratum(size)), 1, large_units(size)) == 0;
     }
 
     // A large run grew in place by `added` bytes: do they hold a point?

@@ -233,22 +233,13 @@ namespace snmalloc::profile
 #endif
   }
 
-  // Return addresses from the caller of `start`'s frame outwards, as
-  // walk_stack would find them there; 0 if that frame is not live on this
-  // stack (below this one's, or its return address changed), SIZE_MAX if a
-  // frame needs the toolchain's unwinder.
-  SNMALLOC_SLOW_PATH inline size_t walk_stack_from(WalkStart start, uintptr_t* out, size_t max)
+  // A walk from `start`'s frame (see walk_stack_from) that its memo could
+  // not replay: into `out`, and kept for the next if it can be replayed.
+  SNMALLOC_SLOW_PATH inline size_t walk_stack_afresh(WalkStart start, uintptr_t* out, size_t max)
   {
 #if defined(__x86_64__)
-    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-    if (start.frame <= here)
-      return 0;
     const auto* frame = reinterpret_cast<const uintptr_t*>(start.frame);
-    if (frame[1] != start.return_address)
-      return 0;
     WalkMemo& memo = last_sample_walk;
-    if (size_t n = memo.replay(start.frame, start.return_address, frame[0], max, out))
-      return n;
     memo.begin(start.frame, start.return_address, frame[0], max);
     // The hook's frame stepped by its frame pointer: the CFA above the
     // return address, rbp saved at the frame.
@@ -268,6 +259,30 @@ namespace snmalloc::profile
 #endif
   }
 
+  // Return addresses from the caller of `start`'s frame outwards, as
+  // walk_stack would find them there; 0 if that frame is not live on this
+  // stack (below the caller's own, into which this is inlined, or its
+  // return address changed), SIZE_MAX if a frame needs the toolchain's
+  // unwinder.  They are left at `frames`: in
+  // `out`, or in the thread's memo of its last walk when that replays
+  // (then nothing is walked or copied; inline, a replay costs no call).
+  SNMALLOC_FAST_PATH size_t
+  walk_stack_from(WalkStart start, uintptr_t* out, size_t max, const uintptr_t*& frames)
+  {
+    frames = out;
+#if defined(__x86_64__)
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (start.frame < here)
+      return 0;
+    const auto* frame = reinterpret_cast<const uintptr_t*>(start.frame);
+    if (frame[1] != start.return_address)
+      return 0;
+    if (size_t n = last_sample_walk.replay(start.frame, start.return_address, frame[0], max, frames))
+      return n;
+#endif
+    return walk_stack_afresh(start, out, max);
+  }
+
   // Return addresses from one in this function outwards, by the walker
   // this build chose (config::unwinder): for stacks other than samples'
   // (a free of a guarded object, a fault), whose top frames the reader cuts.
@@ -285,24 +300,38 @@ namespace snmalloc::profile
     }
   }
 
-  SNMALLOC_SLOW_PATH inline size_t capture_stack(uintptr_t* out, size_t max)
+  // Room for the allocator's frames, an entry point's, and slack.
+  constexpr size_t CAPTURE_CUT = ALLOCATOR_FRAMES + 4;
+
+  // A sample's stack: `depth` return addresses at `frames`, the
+  // innermost first, in the buffer given to capture_stack or in the
+  // thread's memo of its last walk (until its next sample).
+  struct CapturedStack
+  {
+    const uintptr_t* frames;
+    size_t depth;
+  };
+
+  // The stack of the allocation being sampled, up to `max` (at most
+  // MAX_DEPTH) frames, walked into `raw` (or replayed from the memo) and
+  // cut there: the frames are left where they lie, not copied out.
+  SNMALLOC_SLOW_PATH inline CapturedStack
+  capture_stack(uintptr_t (&raw)[MAX_DEPTH + CAPTURE_CUT], size_t max)
   {
     if (StackSource source = stack_source.load(std::memory_order_acquire))
-      return source(out, max);
-    // Room for the allocator's frames, an entry point's, and slack.
-    constexpr size_t CUT = ALLOCATOR_FRAMES + 4;
-    uintptr_t raw[MAX_DEPTH + CUT];
-    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CUT;
+      return {raw, source(raw, max < MAX_DEPTH ? max : MAX_DEPTH)};
+    size_t want = (max < MAX_DEPTH ? max : MAX_DEPTH) + CAPTURE_CUT;
     WalkStart start = sample_walk_start;
     sample_walk_start = {};
     size_t first = ALLOCATOR_FRAMES;
+    const uintptr_t* walked = raw;
     size_t n;
     if constexpr (config::unwinder == config::Unwinder::Builtin)
     {
       frame_rule_cache.start_walk();
       // Started at the hook, the walk's first address is alloc_slow's
       // return.
-      n = start.frame != 0 ? walk_stack_from(start, raw, want) : 0;
+      n = start.frame != 0 ? walk_stack_from(start, raw, want, walked) : 0;
       if (n != 0)
         first = 0;
       else
@@ -311,29 +340,28 @@ namespace snmalloc::profile
       {
         n = walk_stack_fully(raw, want);
         first = ALLOCATOR_FRAMES;
+        walked = raw;
       }
     }
     else
     {
       n = walk_stack_fully(raw, want);
     }
-    for (size_t i = 0; i < n && i < CUT; i++)
+    for (size_t i = 0; i < n && i < CAPTURE_CUT; i++)
     {
-      if (raw[i] == slow_path_return_address)
+      if (walked[i] == slow_path_return_address)
       {
         first = i;
         break;
       }
     }
-    while (first < n && entry_points.contains(raw[first]))
+    while (first < n && entry_points.contains(walked[first]))
       first++;
     if (n <= first)
-      return 0;
+      return {raw, 0};
     size_t depth = n - first;
     if (depth > max)
       depth = max;
-    for (size_t i = 0; i < depth; i++)
-      out[i] = raw[i + first];
-    return depth;
+    return {walked + first, depth};
   }
 } // namespace snmalloc::profile

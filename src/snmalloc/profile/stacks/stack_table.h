@@ -7,7 +7,7 @@
 // costs tens of bytes however deep its stack.
 //
 // Stacks and sites are separate so that a sample at a known call site with
-// a new object size finds its stack warm and adds one 48-byte site at the
+// a new object size finds its stack warm and adds one 64-byte site at the
 // end of the site array, not a whole entry with its frames.  Sites are not
 // keyed by the requested size: on a workload of varied sizes nearly every
 // sample asks for a size never seen before, so keyed by it the table would
@@ -47,8 +47,57 @@ namespace snmalloc::profile
     uint64_t requested_size;
     double alloc_objects;
     double alloc_bytes;
+    // The weight of a sample here (sample_weight) at `weighed`, the rate
+    // of the site's last sample: an object size's weight in bytes mode
+    // is an expm1 and a division (60 instructions a sample), computed
+    // again only when the rate changed.
+    double weight;
+    size_t weighed_interval;
     uint32_t labels; // the label set's id (label_sets.h)
+    SampleMode weighed_mode;
   };
+
+  class StackTable;
+
+  // The stack a thread last recorded, and its entry in `table`: samples
+  // from one place in a row (large-object churn: nearly all from one call
+  // site) then neither hash their frames nor compare them with the entry's
+  // (65 of a sample's instructions there), only with these, a load and a
+  // compare a frame.  Stacks deeper than FRAMES are not kept.
+  struct LastStack
+  {
+    static constexpr size_t FRAMES = 16;
+
+    const StackTable* table = nullptr;
+    const StackEntry* entry = nullptr;
+    size_t depth = 0;
+    uintptr_t frames[FRAMES] = {};
+
+    bool holds(const StackTable* t, const uintptr_t* f, size_t d) const
+    {
+      if (t != table || d != depth)
+        return false;
+      for (size_t i = 0; i < d; i++)
+      {
+        if (f[i] != frames[i])
+          return false;
+      }
+      return true;
+    }
+
+    void keep(const StackTable* t, const StackEntry* e)
+    {
+      if (e->depth > FRAMES)
+        return;
+      table = t;
+      entry = e;
+      depth = e->depth;
+      for (size_t i = 0; i < depth; i++)
+        frames[i] = e->frames[i];
+    }
+  };
+
+  inline thread_local LastStack last_stack;
 
   class StackTable
   {
@@ -56,7 +105,7 @@ namespace snmalloc::profile
     // fill: small enough that the first reservation is under 1 MiB.
     static constexpr size_t STACK_BLOCK = size_t(1) << 18;
     // Sites by id: blocks of a power of two of them, found in a fixed table
-    // (2^13 sites of 48 bytes a block, 2^25 sites at most).
+    // (2^13 sites of 64 bytes a block, 2^25 sites at most).
     static constexpr size_t SITE_BLOCK_BITS = 13;
     static constexpr size_t SITE_BLOCKS = 4096;
 
@@ -142,7 +191,7 @@ namespace snmalloc::profile
         if (site_blocks_[block] == nullptr)
           return 0;
       }
-      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0, labels};
+      site(id) = SiteEntry{stack, object_size, requested_size, 0, 0, 0, 0, labels, SampleMode::Bytes};
       return id + 1;
     }
 
@@ -167,11 +216,13 @@ namespace snmalloc::profile
     static constexpr uint32_t NO_ID = 0xffffffff;
 
     // A site's hashes: of its stack, and of the site (stack, object size,
-    // labels).
+    // labels); and the stack's entry if this thread's last sample had the
+    // same stack (LastStack), else nullptr.
     struct SiteKey
     {
       uint64_t stack_hash;
       uint64_t hash;
+      const StackEntry* stack;
     };
 
     // The key of the site of `frames` for objects of `object_size` under
@@ -181,24 +232,31 @@ namespace snmalloc::profile
     // pages were written) they were four fifths of record()'s time (perf).
     SiteKey key(const uintptr_t* frames, size_t depth, size_t object_size, uint32_t labels)
     {
-      uint64_t sh = stack_hash(frames, depth);
+      const LastStack& last = last_stack;
+      const StackEntry* known = last.holds(this, frames, depth) ? last.entry : nullptr;
+      uint64_t sh = known != nullptr ? known->hash : stack_hash(frames, depth);
       uint64_t h = site_hash(sh, object_size, labels);
       __builtin_prefetch(&lock_, 1);
       sites_.prefetch(h);
-      return {sh, h};
+      return {sh, h, known};
     }
 
+    // A sample's site id (NO_ID when out of memory) and weight.
+    struct Recorded
+    {
+      uint32_t id;
+      double weight;
+    };
+
     // Find or add the site of `key` (from key() with the same arguments)
-    // and count one sampled allocation of weight `objects` and `bytes` on
-    // it; its id, NO_ID when out of memory.
-    uint32_t record(
+    // and count one allocation sampled at `rate` on it.
+    Recorded record(
       SiteKey key,
       const uintptr_t* frames,
       size_t depth,
       size_t object_size,
       size_t requested_size,
-      double objects,
-      double bytes,
+      SampleRate rate,
       uint32_t labels = 0)
     {
       uint64_t sh = key.stack_hash;
@@ -210,8 +268,9 @@ namespace snmalloc::profile
         h,
         [&](uintptr_t w) {
           const SiteEntry& s = site(w - 1);
+          // A stack is one entry: the known one's matches only itself.
           return s.object_size == object_size && s.labels == labels &&
-            same_stack(s.stack, sh, frames, depth);
+            (key.stack != nullptr ? s.stack == key.stack : same_stack(s.stack, sh, frames, depth));
         },
         [&]() -> uintptr_t {
           const StackEntry* stack = find_or_add_stack(frames, depth, sh);
@@ -219,13 +278,21 @@ namespace snmalloc::profile
         },
         os_bytes_);
       if (word == 0)
-        return NO_ID;
+        return {NO_ID, 0};
       SiteEntry& s = site(word - 1);
+      if (s.stack != key.stack)
+        last_stack.keep(this, s.stack);
       if (s.requested_size != requested_size)
         s.requested_size = 0;
-      s.alloc_objects += objects;
-      s.alloc_bytes += bytes;
-      return uint32_t(word - 1);
+      if (s.weighed_interval != rate.interval || s.weighed_mode != rate.mode)
+      {
+        s.weight = sample_weight(rate.mode, object_size, rate.interval);
+        s.weighed_interval = rate.interval;
+        s.weighed_mode = rate.mode;
+      }
+      s.alloc_objects += s.weight;
+      s.alloc_bytes += s.weight * double(object_size);
+      return {uint32_t(word - 1), s.weight};
     }
 
     // Address space taken from the OS (touched as entries fill it).

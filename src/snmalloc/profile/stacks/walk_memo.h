@@ -74,10 +74,12 @@ namespace snmalloc::profile
     }
 
   public:
-    // The kept walk's addresses into `out`, and how many, if it started at
-    // (frame, return_address, bp) asking for `max` and every word it
-    // depended on is unchanged; otherwise 0.
-    size_t replay(uintptr_t frame, uintptr_t return_address, uintptr_t bp, size_t max, uintptr_t* out) const
+    // How many addresses the kept walk returned, and where they are (in
+    // `frames`, not copied: they stay until this thread's next walk), if
+    // it started at (frame, return_address, bp) asking for `max` and every
+    // word it depended on is unchanged; otherwise 0.
+    size_t replay(
+      uintptr_t frame, uintptr_t return_address, uintptr_t bp, size_t max, const uintptr_t*& frames) const
     {
       if (frame != frame_ || return_address != return_address_ || max != max_ || (uses_bp_ && bp != bp_))
         return 0;
@@ -86,8 +88,7 @@ namespace snmalloc::profile
         if (*read_at_[i] != read_value_[i])
           return 0;
       }
-      for (size_t i = 0; i < depth_; i++)
-        out[i] = frames_[i];
+      frames = frames_;
       return depth_;
     }
 

@@ -53,7 +53,8 @@ namespace
     uintptr_t a[MAX], b[MAX], f[MAX];
     size_t na = walk_stack(a, MAX);
     size_t nb = walk_stack_fully(b, MAX);
-    size_t nf = walk_stack_from(start_at(__builtin_frame_address(0)), f, MAX);
+    const uintptr_t* from = f;
+    size_t nf = walk_stack_from(start_at(__builtin_frame_address(0)), f, MAX, from);
     Check c;
     c.shape = shape;
     c.fell_back = na == SIZE_MAX;
@@ -61,7 +62,7 @@ namespace
       c.walked.assign(a, a + na);
     c.from_fell_back = nf == SIZE_MAX;
     if (!c.from_fell_back)
-      c.walked_from.assign(f, f + nf);
+      c.walked_from.assign(from, from + nf);
     c.full.assign(b, b + nb);
     c.expected = levels;
     c.expected.insert(c.expected.begin(), uintptr_t(__builtin_return_address(0)));
@@ -285,7 +286,8 @@ namespace
 
   __attribute__((noinline)) size_t walk_from_below(WalkStart start, uintptr_t* out)
   {
-    return walk_stack_from(start, out, MAX);
+    const uintptr_t* frames = out;
+    return walk_stack_from(start, out, MAX, frames);
   }
 
   __attribute__((noinline)) size_t deeper_then_walk_from(WalkStart start, uintptr_t* out, int n)
@@ -306,5 +308,6 @@ TEST_CASE("a start in a frame that has returned is not walked")
   // its return address was, or their frames above it.
   CHECK(walk_from_below(start, out) == 0);
   CHECK(deeper_then_walk_from(start, out, 8) == 0);
-  CHECK(walk_stack_from(WalkStart{}, out, MAX) == 0);
+  const uintptr_t* frames = out;
+  CHECK(walk_stack_from(WalkStart{}, out, MAX, frames) == 0);
 }
