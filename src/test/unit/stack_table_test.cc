@@ -43,7 +43,7 @@ TEST_CASE("the stack table interns stacks and sites, counts exactly, through gro
       for (size_t stack = 0; stack < 3; stack++)
       {
         // Count mode: a sample's weight is its interval, here a small
-        // integer that the second pass changes.
+        // integer, one more when the sizes are gone through again.
         SampleRate rate{SampleMode::Count, stack + 1 + size_t(pass)};
         size_t size = size_of(n);
         StackTable::SiteKey key = table.key(frames, depths[stack], size, 0);
