@@ -59,27 +59,23 @@ namespace snmalloc::profile
 
   class StackTable;
 
-  // The stack a thread last recorded, and its entry in `table`: samples
-  // from one place in a row (large-object churn: nearly all from one call
-  // site) then neither hash their frames nor compare them with the entry's
-  // (65 of a sample's instructions there), only with these, a load and a
-  // compare a frame.  Stacks deeper than FRAMES are not kept.
+  // The entry in `table` of the stack a thread last recorded: samples from
+  // one place in a row (large-object churn: nearly all from one call site)
+  // then neither hash their frames nor compare them with memcmp (65 of a
+  // sample's instructions there), only with the entry's frames, a load and
+  // a compare a frame.  Entries are never freed, so it stays valid.
   struct LastStack
   {
-    static constexpr size_t FRAMES = 16;
-
     const StackTable* table = nullptr;
     const StackEntry* entry = nullptr;
-    size_t depth = 0;
-    uintptr_t frames[FRAMES] = {};
 
     bool holds(const StackTable* t, const uintptr_t* f, size_t d) const
     {
-      if (t != table || d != depth)
+      if (t != table || d != entry->depth)
         return false;
       for (size_t i = 0; i < d; i++)
       {
-        if (f[i] != frames[i])
+        if (f[i] != entry->frames[i])
           return false;
       }
       return true;
@@ -87,13 +83,8 @@ namespace snmalloc::profile
 
     void keep(const StackTable* t, const StackEntry* e)
     {
-      if (e->depth > FRAMES)
-        return;
       table = t;
       entry = e;
-      depth = e->depth;
-      for (size_t i = 0; i < depth; i++)
-        frames[i] = e->frames[i];
     }
   };
 
