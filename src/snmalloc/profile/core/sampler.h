@@ -160,6 +160,14 @@ namespace snmalloc::profile
       return before;
     }
 
+    // Count `units` on the shared countdown, inline: true while the next
+    // sample point still lies beyond them (or profiling is stopped).
+    SNMALLOC_FAST_PATH bool shared_before_point(size_t units)
+    {
+      shared_.until -= units;
+      return SNMALLOC_LIKELY(ptrdiff_t(shared_.until) >= 0);
+    }
+
   public:
     // Pick up start()/stop(); false while profiling is stopped.
     bool refresh()
@@ -209,8 +217,7 @@ namespace snmalloc::profile
     // exactly.
     SNMALLOC_FAST_PATH bool units_before_point(sizeclass_t sc, size_t count)
     {
-      shared_.until -= count * unit_[sc];
-      return SNMALLOC_LIKELY(ptrdiff_t(shared_.until) >= 0);
+      return shared_before_point(count * unit_[sc]);
     }
 
     void uncount(sizeclass_t sc, size_t count)
@@ -231,8 +238,7 @@ namespace snmalloc::profile
     // units back (uncount_large) and large_contains_point counts exactly.
     SNMALLOC_FAST_PATH bool large_before_point(size_t size)
     {
-      shared_.until -= large_units(size);
-      return SNMALLOC_LIKELY(ptrdiff_t(shared_.until) >= 0);
+      return shared_before_point(large_units(size));
     }
 
     void uncount_large(size_t size)
