@@ -87,6 +87,10 @@ namespace snmalloc::config
   // 8.29 M); docs/performance.md.
   constexpr size_t SLAB_WAKE_BYTES = 4096;
 
+  // Bytes of objects a fresh slab's first refill links, at least two
+  // objects (ds/sizeclass.h).
+  constexpr size_t SLAB_FIRST_STEP_BYTES = 4096;
+
   // Remote frees are posted once this many bytes are cached for others.
   // Against 1 MiB, 256 KiB cut peak RSS of a producer/consumer benchmark
   // from 4.4 to 3.6 MiB and of larson from 7.4 to 6.3 MiB, for 12% of the

@@ -392,8 +392,9 @@ namespace snmalloc
     }
 
     // take_all of a slab with objects never handed out yet.  Untouched
-    // objects are linked only to make the batch up to a step (a chunk's
-    // worth): the objects freed since the last refill come first.  (Linking
+    // objects are linked only to make the batch up to a step (a page's
+    // worth at the slab's first refill, a chunk's after: ds/sizeclass.h):
+    // the objects freed since the last refill come first.  (Linking
     // a step on every refill touched a new object of the classes over 8 KiB
     // each time, one per 16 KiB step, however many had come back: their
     // slabs, of 256 KiB to 1 MiB, became resident whole, 6 MiB of
@@ -401,7 +402,9 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH Batch take_all_and_untouched(uint32_t capacity)
     {
       uint32_t listed = capacity - needed - untouched;
-      uint32_t step = sizeclasses.untouched_step[sizeclass];
+      uint32_t step = untouched == sizeclasses.capacity[sizeclass] ?
+        sizeclasses.first_untouched_step[sizeclass] :
+        sizeclasses.untouched_step[sizeclass];
       if (listed < step)
         link_untouched(step - listed);
       Batch b{free, capacity - needed - untouched};

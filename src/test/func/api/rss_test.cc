@@ -18,7 +18,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <random>
+#include <sys/prctl.h>
 #include <thread>
 #include <vector>
 
@@ -107,6 +110,57 @@ namespace
     INFO("returned " << returned_bytes / mib << " of " << growth / mib << " MiB");
     CHECK(returned_bytes >= required_fraction_returned * growth);
   }
+}
+
+namespace
+{
+  constexpr size_t page = 4096;
+
+  // Pages [p, p + size) lies on.
+  size_t pages_covered(const void* p, size_t size)
+  {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    return (a + size - 1) / page - a / page + 1;
+  }
+}
+
+// A short-lived program (a compiler driver, a shell tool) takes a few
+// objects of many sizes.  Each size should cost about the pages its objects
+// lie on, not a whole run of memory made ready for objects that never
+// come: in a thread of its own (a fresh thread cache), one written object
+// of each of a dozen sizes may grow the resident set by the pages they
+// cover and a few for bookkeeping.
+TEST_CASE("rss-few-objects-of-many-sizes", "[.]")
+{
+  const size_t sizes[] = {72, 200, 330, 600, 700, 900, 1100, 1400, 1700, 2200, 2700, 3300};
+  constexpr size_t bookkeeping_pages = 8;
+  size_t baseline = 0, after = 0, covered = 0;
+  std::vector<void*> blocks;
+  blocks.reserve(std::size(sizes));
+  // Pages are counted in 4 KiB: where transparent huge pages are "always",
+  // a first touch could bring in 2 MiB.
+  REQUIRE(::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0);
+  std::thread([&] {
+    // The thread's allocator and the measurement's own buffers come first.
+    escape(std::malloc(16));
+    resident_bytes();
+    baseline = resident_bytes();
+    for (size_t size : sizes)
+    {
+      void* p = std::malloc(size);
+      REQUIRE(p != nullptr);
+      std::memset(p, 0x5a, size);
+      covered += pages_covered(p, size);
+      blocks.push_back(p);
+    }
+    after = resident_bytes();
+  }).join();
+  const size_t grown = after > baseline ? (after - baseline) / page : 0;
+  INFO("grew by " << grown << " pages; the objects cover " << covered);
+  CHECK(baseline != 0);
+  CHECK(grown <= covered + bookkeeping_pages);
+  for (void* p : blocks)
+    std::free(p);
 }
 
 TEST_CASE("rss-falls-after-large-blocks-freed", "[.]")
