@@ -138,8 +138,9 @@ TEST_CASE("rss-few-objects-of-many-sizes", "[.]")
   std::vector<void*> blocks;
   blocks.reserve(std::size(sizes));
   // Pages are counted in 4 KiB: where transparent huge pages are "always",
-  // a first touch could bring in 2 MiB.
-  REQUIRE(::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0);
+  // a first touch could bring in 2 MiB.  (Best effort: where the call is
+  // refused, the kernel's setting decides.)
+  (void)::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
   std::thread([&] {
     // The thread's allocator and the measurement's own buffers come first.
     escape(std::malloc(16));
