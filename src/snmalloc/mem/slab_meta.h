@@ -402,7 +402,7 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH Batch take_all_and_untouched(uint32_t capacity)
     {
       uint32_t listed = capacity - needed - untouched;
-      uint32_t step = untouched == sizeclasses.capacity[sizeclass] ?
+      uint32_t step = untouched == capacity ?
         sizeclasses.first_untouched_step[sizeclass] :
         sizeclasses.untouched_step[sizeclass];
       if (listed < step)
