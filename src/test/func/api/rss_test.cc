@@ -23,6 +23,7 @@
 #include <random>
 #include <sys/prctl.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace snmalloc_test;
@@ -114,10 +115,8 @@ namespace
 
 namespace
 {
-  constexpr size_t page = 4096;
-
   // Pages [p, p + size) lies on.
-  size_t pages_covered(const void* p, size_t size)
+  size_t pages_covered(const void* p, size_t size, size_t page)
   {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     return (a + size - 1) / page - a / page + 1;
@@ -134,34 +133,42 @@ TEST_CASE("rss-few-objects-of-many-sizes", "[.]")
 {
   const size_t sizes[] = {72, 200, 330, 600, 700, 900, 1100, 1400, 1700, 2200, 2700, 3300};
   constexpr size_t bookkeeping_pages = 8;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t baseline = 0, after = 0, covered = 0;
+  void* first = nullptr;
   std::vector<void*> blocks;
   blocks.reserve(std::size(sizes));
-  // Pages are counted in 4 KiB: where transparent huge pages are "always",
-  // a first touch could bring in 2 MiB.  (Best effort: where the call is
-  // refused, the kernel's setting decides.)
+  // Pages are counted as the system's: where transparent huge pages are
+  // "always", a first touch could bring in 2 MiB.  (Best effort: where the
+  // call is refused, the kernel's setting decides.)
   (void)::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+  // Catch2's assertions stay on the test's thread: the other only records.
   std::thread([&] {
     // The thread's allocator and the measurement's own buffers come first.
-    escape(std::malloc(16));
+    first = std::malloc(16);
+    escape(first);
     resident_bytes();
     baseline = resident_bytes();
     for (size_t size : sizes)
     {
       void* p = std::malloc(size);
-      REQUIRE(p != nullptr);
+      if (p == nullptr)
+        break;
       std::memset(p, 0x5a, size);
-      covered += pages_covered(p, size);
+      covered += pages_covered(p, size, page);
       blocks.push_back(p);
     }
     after = resident_bytes();
   }).join();
+  REQUIRE(first != nullptr);
+  REQUIRE(blocks.size() == std::size(sizes));
   const size_t grown = after > baseline ? (after - baseline) / page : 0;
   INFO("grew by " << grown << " pages; the objects cover " << covered);
   CHECK(baseline != 0);
   CHECK(grown <= covered + bookkeeping_pages);
   for (void* p : blocks)
     std::free(p);
+  std::free(first);
 }
 
 TEST_CASE("rss-falls-after-large-blocks-freed", "[.]")
