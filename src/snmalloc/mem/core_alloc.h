@@ -12,7 +12,8 @@
 //                                       untouched objects, counts to update:
 //             handle_messages
 //             profile: sample_due -> nullptr
-//             take_all: awake slab's free list, else new_slab
+//             take_all: awake slab's free list, else the oldest
+//                       dozing slab's, else a new slab's
 //             profile: split (hold back past the next sample point)
 //        -> CoreAlloc::alloc_sample_due refill returned nullptr:
 //             profile: sample_due -> alloc_at_sample_point
@@ -55,6 +56,16 @@ namespace snmalloc
   private:
     uintptr_t owner_value_;
     SlabList available_[NUM_SMALL_CLASSES];
+    // Per class, sleeping slabs with objects freed (mem/slab_meta.h).
+    DozingSlabs dozing_[NUM_SMALL_CLASSES];
+    // Per class: how its slabs fall asleep (mem/slab_meta.h), watched from
+    // a new slab on, until GROWING_WAKES slabs have woken at their
+    // threshold since.  (Until the first such wake, a heap replacing its
+    // objects at random grew by 11%, as when none is watched; by 1% so:
+    // its early wakes ended the watch while it still grew.)
+    SleepPlan sleep_plan_[NUM_SMALL_CLASSES] = {};
+    uint8_t growing_wakes_[NUM_SMALL_CLASSES] = {};
+    static constexpr uint8_t GROWING_WAKES = 16;
     // Per class of one-chunk slabs, the slab last kept with every object
     // back (slab_all_free); a refill may have taken it since.
     SlabMeta* kept_empty_[NUM_SMALL_CLASSES] = {};
@@ -129,7 +140,11 @@ namespace snmalloc
   public:
     // `owner_value` is what this allocator's pagemap entries say: its own
     // address for a thread's allocator, a tag for the profile pool's.
-    constexpr explicit CoreAlloc(uintptr_t owner_value) : owner_value_(owner_value) {}
+    constexpr explicit CoreAlloc(uintptr_t owner_value) : owner_value_(owner_value)
+    {
+      for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
+        sleep_plan_[sc] = SleepPlan::until_threshold(sc);
+    }
 
     uintptr_t owner_value() const
     {
@@ -174,7 +189,7 @@ namespace snmalloc
     SNMALLOC_FAST_PATH void* alloc_refill_usual(FreeObject*& fast, sizeclass_t sc)
     {
       SlabMeta* s = available_[sc].head;
-      Batch b = s->take_list();
+      Batch b = s->take_list(sleep_plan_[sc]);
       available_[sc].remove_head(s);
       void* p = b.pop();
       fast = b.head;
@@ -187,15 +202,31 @@ namespace snmalloc
       if (profile_.sample_due(*this, sc))
         return nullptr;
       SlabMeta* s = available_[sc].head;
-      if (s == nullptr)
+      if (s == nullptr && (s = no_slab_awake(sc)) == nullptr)
+        return nullptr;
+      Batch b = s->take_all(sleep_plan_[sc]);
+      counts_.recount_taken(s);
+      return refill_from(fast, sc, s, b);
+    }
+
+    // A refill found no awake slab of `sc`: wake the oldest ready dozing
+    // one (mem/slab_meta.h) before the heap grows by a new slab (nullptr if
+    // memory is exhausted).
+    SNMALLOC_SLOW_PATH SlabMeta* no_slab_awake(sizeclass_t sc)
+    {
+      SlabMeta* s = dozing_[sc].take_ready();
+      if (s != nullptr)
+        s->wake();
+      else
       {
         if ((s = new_slab(sc)) == nullptr)
           return nullptr;
-        available_[sc].insert(s);
+        dozing_[sc].class_grew();
+        sleep_plan_[sc] = SleepPlan::watched();
+        growing_wakes_[sc] = GROWING_WAKES;
       }
-      Batch b = s->take_all();
-      counts_.recount_taken(s);
-      return refill_from(fast, sc, s, b);
+      available_[sc].insert(s);
+      return s;
     }
 
     // The rest of a refill, given b, what take_all took from s, the first
@@ -203,7 +234,7 @@ namespace snmalloc
     // slab with untouched objects left stays available.
     SNMALLOC_FAST_PATH void* refill_from(FreeObject*& fast, sizeclass_t sc, SlabMeta* s, Batch b)
     {
-      if (s->sleeping)
+      if (s->sleeping())
         available_[sc].remove_head(s);
       if (b.head == nullptr)
         return nullptr;
@@ -275,19 +306,38 @@ namespace snmalloc
       slab_needs_attention(meta);
     }
 
-    // A local free brought a slab's `needed` to zero: wake it, or, if every
-    // object is back, release it (keeping one per class against thrashing).
-    // A wake reads only the owner's line of the descriptor and no object
-    // (mem/slab_meta.h).  A release checks the whole list first, out of
-    // line: the wake saves no registers.
+    // A local free brought a slab's `needed` to zero: a Watched slab's
+    // first free, which makes it doze, a sleeping slab's threshold, which
+    // wakes it, or, if every object is back, its release (keeping one per
+    // class against thrashing).  Dozing and waking read only the owner's
+    // line of the descriptor and no object (mem/slab_meta.h).  A release
+    // checks the whole list first, out of line: the others save no
+    // registers.
     SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta)
     {
       sizeclass_t sc = meta->owner_sizeclass;
-      if (!meta->sleeping)
-        return slab_all_free(meta);
-      meta->sleeping = false;
-      meta->needed = uint32_t(meta->owner_capacity) - meta->owner_wake_threshold;
+      SlabState state = meta->state;
+      if (state != SlabState::Asleep) // the usual, in a class that holds steady
+      {
+        if (state == SlabState::Awake)
+          return slab_all_free(meta);
+        if (state == SlabState::Dozing)
+          dozing_[sc].remove(meta);
+        else if (meta->doze())
+          return dozing_[sc].push(meta);
+      }
+      meta->wake();
       available_[sc].insert(meta);
+      if (SNMALLOC_UNLIKELY(growing_wakes_[sc] != 0))
+        stop_watching_after(sc);
+    }
+
+    // A slab of `sc` woke at its threshold while the class's slabs are
+    // watched: after GROWING_WAKES of them, they no longer are.
+    SNMALLOC_SLOW_PATH void stop_watching_after(sizeclass_t sc)
+    {
+      if (--growing_wakes_[sc] == 0)
+        sleep_plan_[sc] = SleepPlan::until_threshold(sc);
     }
 
     // Every object of an awake slab is back: kept while no other slab of
@@ -468,14 +518,18 @@ namespace snmalloc
       remote_.flush();
     }
 
-    // Bring the counts of the awake slabs up to date (mem/heap_counts.h):
-    // a class's last slab, kept when all its objects are back, is not
-    // recounted on that path.  Its owner's, or an idle allocator's, call.
+    // Bring the counts of the awake and dozing slabs up to date
+    // (mem/heap_counts.h): a class's last slab, kept when all its objects
+    // are back, is not recounted on that path, nor is a slab when it
+    // dozes.  Its owner's, or an idle allocator's, call.
     void recount_available_slabs()
     {
-      for (SlabList& list : available_)
-        for (SlabMeta* s = list.head; s != nullptr; s = s->next)
+      for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
+      {
+        for (SlabMeta* s = available_[sc].head; s != nullptr; s = s->next)
           counts_.recount(s);
+        dozing_[sc].for_each([&](SlabMeta* s) { counts_.recount(s); });
+      }
     }
 
     // Large requests: a run of whole chunks.  `zero` asks for zeroed memory.

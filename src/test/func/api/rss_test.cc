@@ -15,6 +15,7 @@
 // growth the next one measures.
 #include "support/alloc_checks.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -184,4 +185,146 @@ TEST_CASE("rss-falls-after-small-objects-freed", "[.]")
 TEST_CASE("rss-falls-after-mixed-gib-freed", "[.]")
 {
   check_resident_set_falls({512 * mib, 512 * mib});
+}
+
+namespace
+{
+  // A heap filled with objects, some of them freed here and there, then as
+  // many allocated again: the new objects should take the freed places,
+  // not new memory.  Every allocator a program might use instead keeps its
+  // resident set level here; the bound leaves a quarter of the freed bytes
+  // and a few MiB for slabs part-filled when the second round begins.
+  struct SparseReuse
+  {
+    std::vector<size_t> sizes; // of the objects, in allocation order
+    std::vector<size_t> freed; // indices into sizes, freed and allocated again
+    size_t churn_operations = 0; // random replacements after the first fill
+  };
+
+  constexpr double reuse_slack_of_freed = 0.25;
+  constexpr size_t reuse_slack_bytes = 4 * mib;
+
+  // Each object holds its index, written over its whole length, so that
+  // two objects handed out over each other show.
+  void stamp(void* p, size_t size, uint32_t index)
+  {
+    auto* words = static_cast<uint32_t*>(p);
+    for (size_t i = 0; i < size / sizeof(uint32_t); i++)
+      words[i] = index * 2654435761u + uint32_t(i);
+  }
+
+  bool stamped(const void* p, size_t size, uint32_t index)
+  {
+    const auto* words = static_cast<const uint32_t*>(p);
+    for (size_t i = 0; i < size / sizeof(uint32_t); i++)
+      if (words[i] != index * 2654435761u + uint32_t(i))
+        return false;
+    return true;
+  }
+
+  void check_sparse_frees_reused(const SparseReuse& plan)
+  {
+    (void)::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    std::vector<void*> objects(plan.sizes.size());
+    size_t failed = 0; // allocations that returned nullptr
+    auto allocate = [&](size_t i) {
+      objects[i] = std::malloc(plan.sizes[i]);
+      if (objects[i] == nullptr)
+        failed++;
+      else
+        stamp(objects[i], plan.sizes[i], uint32_t(i));
+    };
+    for (size_t i = 0; i < objects.size(); i++)
+      allocate(i);
+    std::mt19937_64 rng(objects.size());
+    const size_t filled = resident_bytes();
+    for (size_t n = 0; n < plan.churn_operations; n++)
+    {
+      size_t i = rng() % objects.size();
+      std::free(objects[i]);
+      allocate(i);
+    }
+    const size_t before = resident_bytes();
+    size_t freed_bytes = 0;
+    for (size_t i : plan.freed)
+    {
+      std::free(objects[i]);
+      freed_bytes += plan.sizes[i];
+    }
+    for (size_t i : plan.freed)
+      allocate(i);
+    const size_t after = resident_bytes();
+    size_t damaged = 0;
+    for (size_t i = 0; i < objects.size(); i++)
+      damaged += objects[i] == nullptr || stamped(objects[i], plan.sizes[i], uint32_t(i)) ? 0 : 1;
+    for (void* p : objects)
+      std::free(p);
+    CHECK(failed == 0);
+    CHECK(damaged == 0);
+    // The replacements free and allocate as many bytes as the round below.
+    const size_t bound = size_t(reuse_slack_of_freed * double(freed_bytes)) + reuse_slack_bytes;
+    INFO("filled " << filled / mib << " MiB, " << before / mib << " MiB after "
+                   << plan.churn_operations << " replacements; freed "
+                   << freed_bytes / mib << " MiB and allocated as much again: "
+                   << after / mib << " MiB");
+    CHECK(before <= filled + bound);
+    CHECK(after <= before + bound);
+  }
+
+  // `total` bytes of objects of sizes from `pick`.
+  template<typename Pick>
+  std::vector<size_t> sizes_totalling(size_t total, Pick&& pick)
+  {
+    std::vector<size_t> sizes;
+    for (size_t bytes = 0; bytes < total; bytes += sizes.back())
+      sizes.push_back(pick());
+    return sizes;
+  }
+
+  std::vector<size_t> every_nth(size_t count, size_t n, size_t first)
+  {
+    std::vector<size_t> picked;
+    for (size_t i = first; i < count; i += n)
+      picked.push_back(i);
+    return picked;
+  }
+}
+
+// One size, every fifth object freed in the order they were allocated.
+TEST_CASE("rss-sparse-frees-reused-one-size", "[.]")
+{
+  SparseReuse plan;
+  plan.sizes = sizes_totalling(128 * mib, [] { return size_t(48); });
+  plan.freed = every_nth(plan.sizes.size(), 5, 2);
+  check_sparse_frees_reused(plan);
+}
+
+// Sizes spread over 16 bytes to 2 KiB (as many objects of each power of
+// two), a random sixth freed, allocated again in another order.
+TEST_CASE("rss-sparse-frees-reused-mixed-sizes", "[.]")
+{
+  std::mt19937_64 rng(7);
+  SparseReuse plan;
+  plan.sizes = sizes_totalling(128 * mib, [&] {
+    size_t low = size_t(16) << (rng() % 7);
+    return low + rng() % low;
+  });
+  for (size_t i = 0; i < plan.sizes.size(); i++)
+    if (rng() % 6 == 0)
+      plan.freed.push_back(i);
+  std::shuffle(plan.freed.begin(), plan.freed.end(), rng);
+  check_sparse_frees_reused(plan);
+}
+
+// A heap in use for a while (its objects replaced at random, as many
+// times as there are objects) before every eighth of objects of 600 bytes
+// is freed, last first.
+TEST_CASE("rss-sparse-frees-reused-after-churn", "[.]")
+{
+  SparseReuse plan;
+  plan.sizes = sizes_totalling(128 * mib, [] { return size_t(600); });
+  plan.churn_operations = plan.sizes.size();
+  plan.freed = every_nth(plan.sizes.size(), 8, 3);
+  std::reverse(plan.freed.begin(), plan.freed.end());
+  check_sparse_frees_reused(plan);
 }
