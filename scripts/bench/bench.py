@@ -59,6 +59,8 @@ WORKLOADS = [
     "producer-freer",
     # a live heap at a new peak all the time (issue 11's peak profile)
     "peak-growth",
+    # a full heap frees a fifth here and there and allocates it again
+    "sparse-reuse",
 ]
 MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn", "producer-freer"}
 SAMPLE_BYTES = "524288"
