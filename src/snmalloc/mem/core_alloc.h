@@ -210,21 +210,28 @@ namespace snmalloc
     }
 
     // A refill found no awake slab of `sc`: wake the oldest ready dozing
-    // one (mem/slab_meta.h) before the heap grows by a new slab (nullptr if
-    // memory is exhausted).
+    // ones (mem/slab_meta.h), as many as hold a threshold's worth of
+    // frees, before the heap grows by a new slab (nullptr if memory is
+    // exhausted).  The refills after this one take them as awake slabs,
+    // on the usual path (one at a time, perf-peak-growth took 1.7% more
+    // instructions).
     SNMALLOC_SLOW_PATH SlabMeta* no_slab_awake(sizeclass_t sc)
     {
-      SlabMeta* s = dozing_[sc].take_ready();
-      if (s != nullptr)
-        s->wake();
-      else
+      SlabMeta* s;
+      for (uint32_t gathered = 0;
+           gathered < sizeclasses.wake_threshold[sc] && (s = dozing_[sc].take_ready()) != nullptr;)
       {
-        if ((s = new_slab(sc)) == nullptr)
-          return nullptr;
-        dozing_[sc].class_grew();
-        sleep_plan_[sc] = SleepPlan::watched();
-        growing_wakes_[sc] = GROWING_WAKES;
+        gathered += s->frees_while_dozing();
+        s->wake();
+        available_[sc].insert(s);
       }
+      if (available_[sc].head != nullptr)
+        return available_[sc].head;
+      if ((s = new_slab(sc)) == nullptr)
+        return nullptr;
+      dozing_[sc].class_grew();
+      sleep_plan_[sc] = SleepPlan::watched();
+      growing_wakes_[sc] = GROWING_WAKES;
       available_[sc].insert(s);
       return s;
     }

@@ -491,6 +491,11 @@ namespace snmalloc
       return true;
     }
 
+    uint32_t frees_while_dozing() const
+    {
+      return uint32_t(owner_wake_threshold) - needed;
+    }
+
     // Awake, with the objects freed while it slept (the threshold's, or
     // fewer when a refill takes a Dozing slab early) on its list.  At the
     // threshold `needed` is zero.
