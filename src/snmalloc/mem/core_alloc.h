@@ -213,21 +213,23 @@ namespace snmalloc
     // ones (mem/slab_meta.h), as many as hold a threshold's worth of
     // frees, before the heap grows by a new slab (nullptr if memory is
     // exhausted).  The refills after this one take them as awake slabs,
-    // on the usual path (one at a time, perf-peak-growth took 1.7% more
+    // on the usual path (one at a time, perf-peak-growth took 1.6% more
     // instructions).
     SNMALLOC_SLOW_PATH SlabMeta* no_slab_awake(sizeclass_t sc)
     {
-      SlabMeta* s;
-      for (uint32_t gathered = 0;
-           gathered < sizeclasses.wake_threshold[sc] && (s = dozing_[sc].take_ready()) != nullptr;)
+      for (uint32_t gathered = 0; gathered < sizeclasses.wake_threshold[sc];)
       {
-        gathered += s->frees_while_dozing();
-        s->wake();
-        available_[sc].insert(s);
+        SlabMeta* ready = dozing_[sc].take_ready();
+        if (ready == nullptr)
+          break;
+        gathered += ready->frees_while_dozing();
+        ready->wake();
+        available_[sc].insert(ready);
       }
-      if (available_[sc].head != nullptr)
-        return available_[sc].head;
-      if ((s = new_slab(sc)) == nullptr)
+      if (SlabMeta* woken = available_[sc].head)
+        return woken;
+      SlabMeta* s = new_slab(sc);
+      if (s == nullptr)
         return nullptr;
       dozing_[sc].class_grew();
       sleep_plan_[sc] = SleepPlan::watched();

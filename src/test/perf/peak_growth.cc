@@ -9,57 +9,36 @@
 #include "fast_random.h"
 #include "harness.h"
 
-#include <cstdlib>
 #include <vector>
 
 namespace
 {
-  struct Kept
-  {
-    char* block;
-    size_t size;
-  };
-
-  Kept allocate(bench::FastRandom& random)
-  {
-    size_t size = random.between(16, 512);
-    auto* block = static_cast<char*>(std::malloc(size));
-    if (block == nullptr)
-      bench::fail("peak-growth: malloc(%zu) returned null", size);
-    bench::stamp_block(block, size);
-    return {block, size};
-  }
-
-  void release(const Kept& k)
-  {
-    bench::verify_block(k.block, k.size, "peak-growth");
-    std::free(k.block);
-  }
+  constexpr const char* NAME = "peak-growth";
 } // namespace
 
 int main(int argc, char** argv)
 {
   bench::Options options = bench::parse_options(argc, argv, 2'000'000, 20'000);
   bench::FastRandom random(7);
-  std::vector<Kept> kept;
+  std::vector<bench::StampedBlock> kept;
   kept.reserve(options.ops);
 
   bench::Stopwatch stopwatch;
   for (uint64_t done = 0; done < options.ops; done++)
   {
-    kept.push_back(allocate(random));
+    kept.push_back(bench::malloc_stamped(random.between(16, 512), NAME));
     if ((done & 7) == 7)
     {
       size_t i = random.below(kept.size());
-      release(kept[i]);
+      bench::free_verified(kept[i], NAME);
       kept[i] = kept.back();
       kept.pop_back();
     }
   }
-  for (const Kept& k : kept)
-    release(k);
+  for (const bench::StampedBlock& k : kept)
+    bench::free_verified(k, NAME);
   bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("peak-growth", 1, options.ops, elapsed);
+  bench::report(NAME, 1, options.ops, elapsed);
   return 0;
 }

@@ -9,34 +9,13 @@
 #include "fast_random.h"
 #include "harness.h"
 
-#include <cstdlib>
 #include <vector>
 
 namespace
 {
   constexpr size_t ROUNDS = 4;
   constexpr size_t SPACING = 5;
-
-  struct Kept
-  {
-    char* block;
-    size_t size;
-  };
-
-  char* allocate(size_t size)
-  {
-    auto* block = static_cast<char*>(std::malloc(size));
-    if (block == nullptr)
-      bench::fail("sparse-reuse: malloc(%zu) returned null", size);
-    bench::stamp_block(block, size);
-    return block;
-  }
-
-  void release(const Kept& k)
-  {
-    bench::verify_block(k.block, k.size, "sparse-reuse");
-    std::free(k.block);
-  }
+  constexpr const char* NAME = "sparse-reuse";
 } // namespace
 
 int main(int argc, char** argv)
@@ -45,12 +24,9 @@ int main(int argc, char** argv)
   // them each.
   bench::Options options = bench::parse_options(argc, argv, 1'000'000, 10'000);
   bench::FastRandom random(11);
-  std::vector<Kept> kept(options.ops);
-  for (Kept& k : kept)
-  {
-    k.size = random.between(16, 256);
-    k.block = allocate(k.size);
-  }
+  std::vector<bench::StampedBlock> kept(options.ops);
+  for (bench::StampedBlock& k : kept)
+    k = bench::malloc_stamped(random.between(16, 256), NAME);
 
   bench::Stopwatch stopwatch;
   uint64_t allocations = 0;
@@ -58,14 +34,14 @@ int main(int argc, char** argv)
   {
     size_t first = (round * 2) % SPACING;
     for (size_t i = first; i < kept.size(); i += SPACING)
-      release(kept[i]);
+      bench::free_verified(kept[i], NAME);
     for (size_t i = first; i < kept.size(); i += SPACING, allocations++)
-      kept[i].block = allocate(kept[i].size);
+      kept[i] = bench::malloc_stamped(kept[i].size, NAME);
   }
   bench::Elapsed elapsed = stopwatch.elapsed();
-  for (const Kept& k : kept)
-    release(k);
+  for (const bench::StampedBlock& k : kept)
+    bench::free_verified(k, NAME);
 
-  bench::report("sparse-reuse", 1, allocations, elapsed);
+  bench::report(NAME, 1, allocations, elapsed);
   return 0;
 }

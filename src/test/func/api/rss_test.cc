@@ -204,22 +204,13 @@ namespace
   constexpr double reuse_slack_of_freed = 0.25;
   constexpr size_t reuse_slack_bytes = 4 * mib;
 
-  // Each object holds its index, written over its whole length, so that
-  // two objects handed out over each other show.
-  void stamp(void* p, size_t size, uint32_t index)
+  // Each object holds a pattern of its own over its whole length, so that
+  // two objects handed out over each other show: its index, in the high
+  // half of the seed, keeps objects' patterns apart (a seed steps by the
+  // offset).
+  uint64_t seed_of(size_t index)
   {
-    auto* words = static_cast<uint32_t*>(p);
-    for (size_t i = 0; i < size / sizeof(uint32_t); i++)
-      words[i] = index * 2654435761u + uint32_t(i);
-  }
-
-  bool stamped(const void* p, size_t size, uint32_t index)
-  {
-    const auto* words = static_cast<const uint32_t*>(p);
-    for (size_t i = 0; i < size / sizeof(uint32_t); i++)
-      if (words[i] != index * 2654435761u + uint32_t(i))
-        return false;
-    return true;
+    return uint64_t(index) << 32;
   }
 
   void check_sparse_frees_reused(const SparseReuse& plan)
@@ -232,7 +223,7 @@ namespace
       if (objects[i] == nullptr)
         failed++;
       else
-        stamp(objects[i], plan.sizes[i], uint32_t(i));
+        stamp(objects[i], plan.sizes[i], seed_of(i));
     };
     for (size_t i = 0; i < objects.size(); i++)
       allocate(i);
@@ -256,7 +247,7 @@ namespace
     const size_t after = resident_bytes();
     size_t damaged = 0;
     for (size_t i = 0; i < objects.size(); i++)
-      damaged += objects[i] == nullptr || stamped(objects[i], plan.sizes[i], uint32_t(i)) ? 0 : 1;
+      damaged += objects[i] == nullptr || stamp_intact(objects[i], plan.sizes[i], seed_of(i)) ? 0 : 1;
     for (void* p : objects)
       std::free(p);
     CHECK(failed == 0);
