@@ -18,9 +18,9 @@ namespace snmalloc::profile
   // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
   // of 2 MiB) are read from the tables every time.  32 KiB of zeroes until
   // a sample.  An entry for code that may be unloaded (outside
-  // PermanentCode) is marked so, and a walk uses one only after it has read
-  // the loader's count of unloads, which a walk through permanent code
-  // alone never reads.
+  // PermanentCode) is marked so, and a walk makes or uses one only after it
+  // has read the loader's count of unloads, which a walk through permanent
+  // code alone never reads.
   class FrameRuleCache
   {
     static constexpr unsigned INDEX_BITS = 12;
@@ -81,15 +81,23 @@ namespace snmalloc::profile
     }
 
     // An address not in the cache: its rule, from the tables, cached if it
-    // fits.
+    // fits.  A rule for code that may be unloaded is cached only after the
+    // walk has read the unload count, so that it is kept against the count
+    // it was read under (cached before a read that finds an older unload,
+    // it would be dropped with the stale ones), and every walk through such
+    // code reads the count whether its rules were cached or not (two return
+    // addresses of one walk at one index displace each other at every walk).
     SNMALLOC_SLOW_PATH FrameRule rule_at_slow(uintptr_t address)
     {
+      bool permanent = permanent_.contains(address);
+      if (!permanent && !walk_read_unloads_)
+        check_unloads();
       FrameRule rule = frame_rule_at(address);
       uint64_t high = uint64_t(address) >> INDEX_BITS;
       uint64_t bits;
       if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
       {
-        if (!permanent_.contains(address))
+        if (!permanent)
           bits = (bits & Step::STEP) != 0 ? (bits ^ Step::STEP) | UNLOADABLE | UNLOADABLE_STEP :
                                             bits | UNLOADABLE;
         entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
