@@ -57,10 +57,12 @@ WORKLOADS = [
     "thread-churn",
     # every thread allocates, another frees (xmalloc-style)
     "producer-freer",
-    # a live heap at a new peak all the time (issue 11's peak profile)
+    # a live heap at a new peak all the time (the peak profile's worst case)
     "peak-growth",
     # a full heap frees a fifth here and there and allocates it again
     "sparse-reuse",
+    # a full heap freed whole in random order
+    "free-all",
 ]
 MULTI_THREADED = {"producer-consumer", "larson", "xthread-mix", "thread-churn", "producer-freer"}
 SAMPLE_BYTES = "524288"

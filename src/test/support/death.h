@@ -11,6 +11,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace snmalloc_test
 {
@@ -115,10 +116,10 @@ namespace snmalloc_test
     CHECK(end.stderr_text == fatal_line(what, p));
   }
 
-  // For pointers only the child knows: it calls f(tell), where tell(p)
-  // passes p back through a pipe, and the line must name that p.
+  // For pointers only the child knows: the child calls f(tell), where
+  // tell(p) passes p back through a pipe; its end, and the p it told.
   template<typename F>
-  void check_dies_naming(F&& f, const char* what, const char* prefix = "free(): ")
+  std::pair<ChildEnd, void*> run_telling(F&& f)
   {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -131,6 +132,15 @@ namespace snmalloc_test
     void* told = nullptr;
     CHECK(::read(fds[0], &told, sizeof(told)) == sizeof(told));
     ::close(fds[0]);
+    return {end, told};
+  }
+
+  // The child ends with SIGABRT and exactly the line for `what` at the p
+  // it told.
+  template<typename F>
+  void check_dies_naming(F&& f, const char* what, const char* prefix = "free(): ")
+  {
+    auto [end, told] = run_telling(std::forward<F>(f));
     CHECK(end.exit_code == 0);
     CHECK(end.signal == SIGABRT);
     CHECK(end.stderr_text == fatal_line(what, told, prefix));

@@ -160,6 +160,70 @@ TEST_CASE("double free of a small object", "[bad-free]")
   }
 }
 
+TEST_CASE("a small object freed twice with frees of its neighbours between is caught", "[bad-free]")
+{
+  // Its slab's list then holds it twice, some pushes apart, and its count
+  // says one more object free than is: caught when the slab is released
+  // or taken again, in whichever order the program frees.  If its first
+  // free emptied its slab and the slab went back, the second is a free of
+  // memory not allocated.
+  enum class Order
+  {
+    Ascending,
+    Descending,
+    Shuffled
+  };
+  for (size_t size : {16, 48, 256, 4096})
+  {
+    for (Order order : {Order::Ascending, Order::Descending, Order::Shuffled})
+    {
+      for (size_t between : {1, 3})
+      {
+        CAPTURE(size, int(order), between);
+        auto [end, told] = run_telling([=](auto tell) {
+          std::vector<void*> v(MANY);
+          for (auto& p : v)
+            p = std::malloc(size);
+          std::vector<size_t> frees(MANY);
+          for (size_t i = 0; i < MANY; i++)
+            frees[i] = order == Order::Descending ? MANY - 1 - i : i;
+          uint64_t state = 0x9e3779b97f4a7c15 * (size + between);
+          for (size_t i = MANY; order == Order::Shuffled && i > 1; i--)
+          {
+            state = state * 6364136223846793005 + 1442695040888963407;
+            std::swap(frees[i - 1], frees[(state >> 33) % i]);
+          }
+          void* twice = v[MANY / 2];
+          tell(twice);
+          // Freed again after `between` frees of objects within a few of
+          // it, which share its slab (at the end if fewer come after it).
+          size_t pending = 0;
+          for (size_t i : frees)
+          {
+            std::free(v[i]);
+            size_t distance = i > MANY / 2 ? i - MANY / 2 : MANY / 2 - i;
+            if (i == MANY / 2)
+              pending = between;
+            else if (pending != 0 && distance <= 8 && --pending == 0)
+              std::free(hide(twice));
+          }
+          if (pending != 0)
+            std::free(hide(twice));
+          for (auto& p : v)
+            p = std::malloc(size);
+          for (auto& p : v)
+            p = std::malloc(size);
+        });
+        CHECK(end.exit_code == 0);
+        CHECK(end.signal == SIGABRT);
+        CHECK(
+          (end.stderr_text == fatal_line("double free of", told) ||
+           end.stderr_text == fatal_line("invalid free of", told)));
+      }
+    }
+  }
+}
+
 TEST_CASE("a small object freed twice in a row is caught at the second free", "[bad-free]")
 {
   // The free fast path's one compare: the object is already its slab's
