@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace bench
 {
@@ -113,5 +114,16 @@ namespace bench
   {
     verify_block(block.address, block.size, what, stride);
     std::free(block.address);
+  }
+
+  // A heap of `count` stamped blocks of sizes drawn from [low, high].
+  template<typename Random>
+  std::vector<StampedBlock>
+  malloc_stamped_heap(size_t count, Random& random, size_t low, size_t high, const char* what)
+  {
+    std::vector<StampedBlock> blocks(count);
+    for (StampedBlock& block : blocks)
+      block = malloc_stamped(random.between(low, high), what);
+    return blocks;
   }
 } // namespace bench

@@ -19,9 +19,7 @@ int main(int argc, char** argv)
 {
   bench::Options options = bench::parse_options(argc, argv, 2'000'000, 20'000);
   bench::FastRandom random(13);
-  std::vector<bench::StampedBlock> kept(options.ops);
-  for (bench::StampedBlock& k : kept)
-    k = bench::malloc_stamped(random.between(16, 256), NAME);
+  std::vector<bench::StampedBlock> kept = bench::malloc_stamped_heap(options.ops, random, 16, 256, NAME);
   for (size_t i = kept.size(); i > 1; i--)
     std::swap(kept[i - 1], kept[random.below(i)]);
 

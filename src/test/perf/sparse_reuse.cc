@@ -24,9 +24,7 @@ int main(int argc, char** argv)
   // them each.
   bench::Options options = bench::parse_options(argc, argv, 1'000'000, 10'000);
   bench::FastRandom random(11);
-  std::vector<bench::StampedBlock> kept(options.ops);
-  for (bench::StampedBlock& k : kept)
-    k = bench::malloc_stamped(random.between(16, 256), NAME);
+  std::vector<bench::StampedBlock> kept = bench::malloc_stamped_heap(options.ops, random, 16, 256, NAME);
 
   bench::Stopwatch stopwatch;
   uint64_t allocations = 0;
