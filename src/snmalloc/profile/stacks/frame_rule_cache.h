@@ -10,13 +10,18 @@
 
 namespace snmalloc::profile
 {
-  // Frame rules by address, direct-mapped and shared by all threads: one
-  // 64-bit word an entry, the address's bits above the index's (user space:
-  // below 2^47) over the rule packed in 29 bits, so a reader sees a whole
-  // entry, never half of two.  The packing is laid out for the walk, which
-  // steps by an entry's bits without unpacking them (with the rule
+  // Frame rules by address, shared by all threads: one 64-bit word an
+  // entry, a bit saying whether the entry is at its index or at the other
+  // of its pair (ALTERNATE) over the address's bits above the index's (user
+  // space: below 2^47) over the rule packed in 28 bits, so a reader sees a
+  // whole entry, never half of two.  Two ways: a new entry takes its index
+  // and moves the one there to the other of the pair, so that two return
+  // addresses of one walk at one index (n walked in turn share one in
+  // about n^2/8,192 pairs) do not displace each other at every walk, each
+  // then read from the tables.  The packing is laid out for the walk,
+  // which steps by an entry's bits without unpacking them (with the rule
   // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
-  // of 2 MiB) are read from the tables every time.  32 KiB of zeroes until
+  // of 1 MiB) are read from the tables every time.  32 KiB of zeroes until
   // a sample.  An entry for code that may be unloaded (outside
   // PermanentCode) is marked so, and a walk makes or uses one only after it
   // has read the loader's count of unloads, which a walk through permanent
@@ -25,8 +30,12 @@ namespace snmalloc::profile
   {
     static constexpr unsigned INDEX_BITS = 12;
     static constexpr uintptr_t INDEX_MASK = (uintptr_t(1) << INDEX_BITS) - 1;
-    static constexpr unsigned RULE_BITS = 29;
-    static constexpr unsigned HIGH_BITS = 64 - RULE_BITS;
+    static constexpr unsigned RULE_BITS = 28;
+    static constexpr unsigned HIGH_BITS = 63 - RULE_BITS;
+    // The top bit: the entry is at the other index of its pair.  An entry's
+    // key, its bits above the rule's, names one address.
+    static constexpr uint64_t ALTERNATE = uint64_t(1) << 63;
+    static constexpr uint64_t ALTERNATE_KEY = ALTERNATE >> RULE_BITS;
     std::atomic<uint64_t> entries_[size_t(1) << INDEX_BITS] = {};
     // The loader's count of unloaded objects when the entries were made:
     // an address of an unloaded library may come back with other code.
@@ -54,6 +63,25 @@ namespace snmalloc::profile
       return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
     }
 
+    // The key of `address`'s entry at its index; at the other index of the
+    // pair, this | ALTERNATE_KEY.
+    static uint64_t key(uintptr_t address)
+    {
+      return uint64_t(address) >> INDEX_BITS;
+    }
+
+    // `address`'s entry, at its index or the other of the pair; 0 if none.
+    uint64_t entry_of(uintptr_t address) const
+    {
+      size_t i = index(address);
+      uint64_t k = key(address);
+      uint64_t word = entries_[i].load(std::memory_order_relaxed);
+      if ((word >> RULE_BITS) == k)
+        return word;
+      word = entries_[i ^ 1].load(std::memory_order_relaxed);
+      return (word >> RULE_BITS) == (k | ALTERNATE_KEY) ? word : 0;
+    }
+
     static bool pack(const FrameRule& rule, uint64_t& bits)
     {
       if (rule.kind != FrameRule::Kind::Step)
@@ -61,7 +89,7 @@ namespace snmalloc::profile
         bits = uint64_t(rule.kind) << 1; // not 0: Step is the only kind 0
         return true;
       }
-      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 >= (1 << 18))
+      if (rule.cfa_offset % 8 != 0 || rule.cfa_offset / 8 > int32_t(Step::CFA_WORDS))
         return false;
       bits = Step::STEP | (rule.cfa_from_rbp ? Step::FROM_RBP : 0) |
         uint64_t(rule.cfa_offset / 8) << Step::CFA_SHIFT;
@@ -100,7 +128,13 @@ namespace snmalloc::profile
         if (!permanent)
           bits = (bits & Step::STEP) != 0 ? (bits ^ Step::STEP) | UNLOADABLE | UNLOADABLE_STEP :
                                             bits | UNLOADABLE;
-        entries_[index(address)].store(high << RULE_BITS | bits, std::memory_order_relaxed);
+        // The entry there, if at its own index, moves to the other of the
+        // pair (an entry already there is dropped).
+        size_t i = index(address);
+        uint64_t displaced = entries_[i].load(std::memory_order_relaxed);
+        if (displaced != 0 && (displaced & ALTERNATE) == 0 && (displaced >> RULE_BITS) != high)
+          entries_[i ^ 1].store(displaced | ALTERNATE, std::memory_order_relaxed);
+        entries_[i].store(high << RULE_BITS | bits, std::memory_order_relaxed);
       }
       return rule;
     }
@@ -109,7 +143,7 @@ namespace snmalloc::profile
     // A cached step: the bits of an entry whose STEP bit is set, read in
     // place.  Bit 0: a step; 1: the CFA from rbp, not rsp; 2: rbp saved;
     // 3-8: its slot below the CFA, in bytes (a multiple of 8, below 512);
-    // 11-28: the CFA's offset from that register, in words.  Terminal kinds
+    // 11-27: the CFA's offset from that register, in words.  Terminal kinds
     // are kept as their kind in bits 1-2 with bit 0 clear.  Bits 9-10 mark
     // code that may be unloaded (UNLOADABLE, UNLOADABLE_STEP).
     struct Step
@@ -119,7 +153,7 @@ namespace snmalloc::profile
       static constexpr uint64_t RBP_SAVED = 4;
       static constexpr uint64_t RBP_SLOT = 0x1f8;
       static constexpr unsigned CFA_SHIFT = 11;
-      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 18) - 1;
+      static constexpr uint64_t CFA_WORDS = (uint64_t(1) << 17) - 1;
 
       uint64_t bits;
 
@@ -184,25 +218,24 @@ namespace snmalloc::profile
     }
 
   private:
-    // Neither a step nor a terminal rule in permanent code: an entry for
+    // Neither a step nor a terminal rule in permanent code at the
+    // address's index: an entry at the other index of its pair, one for
     // code that may be unloaded (after the walk's first such entry has it
     // read the unload count), or an address not cached.
     SNMALLOC_SLOW_PATH bool step_at_slow(uintptr_t address, Step& step, FrameRule& rule)
     {
-      uint64_t high = uint64_t(address) >> INDEX_BITS;
-      std::atomic<uint64_t>& entry = entries_[index(address)];
-      uint64_t word = entry.load(std::memory_order_relaxed);
-      if ((word >> RULE_BITS) == high && (word & UNLOADABLE) != 0 && !walk_read_unloads_)
+      uint64_t word = entry_of(address);
+      if ((word & UNLOADABLE) != 0 && !walk_read_unloads_)
       {
         check_unloads();
-        word = entry.load(std::memory_order_relaxed);
+        word = entry_of(address);
       }
-      if ((word >> RULE_BITS) == high && (word & UNLOADABLE_STEP) != 0)
+      if ((word & (Step::STEP | UNLOADABLE_STEP)) != 0)
       {
         step.bits = word;
         return true;
       }
-      if ((word >> RULE_BITS) == high && (word & 7) != 0)
+      if ((word & 7) != 0)
         rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
       else
         rule = rule_at_slow(address);
@@ -210,27 +243,33 @@ namespace snmalloc::profile
     }
 
   public:
+    // The index of `address`'s entry (the other of its pair: this ^ 1).
+    static size_t index_of(uintptr_t address)
+    {
+      return index(address);
+    }
+
     // Whether `address`'s rule is cached and its code permanent: its rule
     // will not change (walk_memo.h).
     bool cached_permanent(uintptr_t address) const
     {
-      uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
-      return (word >> RULE_BITS) == uint64_t(address) >> INDEX_BITS && (word & UNLOADABLE) == 0 &&
-        (word & 7) != 0;
+      uint64_t word = entry_of(address);
+      return (word & UNLOADABLE) == 0 && (word & 7) != 0;
     }
 
     // The cached step at `address`, true; or false and its rule in `rule`
-    // (any kind, from the cache or the tables).
+    // (any kind, from the cache or the tables).  An entry at the other
+    // index of its pair is found by the slow path.
     SNMALLOC_FAST_PATH bool step_at(uintptr_t address, Step& step, FrameRule& rule)
     {
-      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t k = key(address);
       uint64_t word = entries_[index(address)].load(std::memory_order_relaxed);
-      if (SNMALLOC_LIKELY((word >> RULE_BITS) == high && (word & Step::STEP) != 0))
+      if (SNMALLOC_LIKELY((word >> RULE_BITS) == k && (word & Step::STEP) != 0))
       {
         step.bits = word;
         return true;
       }
-      if ((word >> RULE_BITS) == high && (word & UNLOADABLE) == 0 && (word & 7) != 0)
+      if ((word >> RULE_BITS) == k && (word & UNLOADABLE) == 0 && (word & 7) != 0)
       {
         rule.kind = FrameRule::Kind((word >> 1) & 3); // terminal
         return false;
