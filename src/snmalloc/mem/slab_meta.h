@@ -239,8 +239,8 @@ namespace snmalloc
     // leave some object named twice, by the head or by the links of the
     // objects pushed after each of its pushes (checked exhaustively for
     // every sequence of up to 7 pushes); a link overwritten after its free
-    // names another object twice or a second null.  report_free_list then walks the list to name
-    // the culprit.
+    // names another object twice or a second null.  report_free_list then
+    // walks the list to name the culprit.
     SNMALLOC_SLOW_PATH void check_free_list(uint32_t expected) const
     {
       // How many of the pointers named each object so far (0 or 1).

@@ -15,10 +15,10 @@ namespace snmalloc::profile
   // of its pair (ALTERNATE) over the address's bits above the index's (user
   // space: below 2^47) over the rule packed in 28 bits, so a reader sees a
   // whole entry, never half of two.  Two ways: a new entry takes its index
-  // and moves the one there to the other of the pair, so that two return
-  // addresses of one walk at one index (n walked in turn share one in
-  // about n^2/8,192 pairs) do not displace each other at every walk, each
-  // then read from the tables.  The packing is laid out for the walk,
+  // and moves the one there, if of code that stays loaded, to the other of
+  // the pair, so that two return addresses of one walk at one index (n
+  // walked in turn share one in about n^2/8,192 pairs) do not displace each
+  // other at every walk, each then read from the tables.  The packing is laid out for the walk,
   // which steps by an entry's bits without unpacking them (with the rule
   // unpacked, a step took 53 instructions).  Rules that do not fit (a frame
   // of 1 MiB) are read from the tables every time.  32 KiB of zeroes until
@@ -129,10 +129,13 @@ namespace snmalloc::profile
           bits = (bits & Step::STEP) != 0 ? (bits ^ Step::STEP) | UNLOADABLE | UNLOADABLE_STEP :
                                             bits | UNLOADABLE;
         // The entry there, if at its own index, moves to the other of the
-        // pair (an entry already there is dropped).
+        // pair (an entry already there is dropped); not one for code that
+        // may be unloaded, which check_unloads may be clearing meanwhile.
         size_t i = index(address);
         uint64_t displaced = entries_[i].load(std::memory_order_relaxed);
-        if (displaced != 0 && (displaced & ALTERNATE) == 0 && (displaced >> RULE_BITS) != high)
+        if (
+          displaced != 0 && (displaced & (ALTERNATE | UNLOADABLE)) == 0 &&
+          (displaced >> RULE_BITS) != high)
           entries_[i ^ 1].store(displaced | ALTERNATE, std::memory_order_relaxed);
         entries_[i].store(high << RULE_BITS | bits, std::memory_order_relaxed);
       }
