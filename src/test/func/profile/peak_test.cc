@@ -54,11 +54,16 @@ TEST_CASE("peak profile: 512 MiB at A freed, then 64 MiB at B")
   uint64_t copies_before = snmalloc::profile::peak_profile.copies();
   on_fresh_thread([&] { peak_site_a(a); });
   uint64_t copies_built = snmalloc::profile::peak_profile.copies();
-  // The live set is copied on growth by a 32nd (and at least 16 intervals):
-  // from nothing to 512 MiB that is fewer than 8 MiB steps to 256 MiB plus
-  // log(2) / log(1 + 1/32) steps from there.
+  // The live set is copied on growth of the estimate by a 32nd (and at
+  // least 16 intervals, 8 MiB): from nothing, the first copy and one every
+  // 8 MiB to 256 MiB, then one every 32nd up to the estimate's end, which
+  // only grows here (nothing is freed) and lies within four standard
+  // deviations of 512 MiB.  (32 + 23 + 1, for an estimate of 512 MiB
+  // exactly, failed in one CI run with 57.)
+  double highest = 2 * (1 + tolerance(A_SIZE, A_BYTES));
+  auto most = 33 + uint64_t(std::ceil(std::log(highest) / std::log(1 + 1.0 / 32)));
   CHECK(copies_built - copies_before >= 1);
-  CHECK(copies_built - copies_before <= 32 + 23 + 1);
+  CHECK(copies_built - copies_before <= most);
 
   // Hovering at the peak: allocating and freeing copies nothing more.
   on_fresh_thread([&] {
