@@ -33,7 +33,7 @@ namespace
     uintptr_t from = reinterpret_cast<uintptr_t>(sled) + 64;
     for (uintptr_t a = from > after ? from : after + 1; a < from + SLED - 128; a++)
     {
-      if (FrameRuleCache::index_of(a) == index)
+      if (FrameRuleCache::index(a) == index)
         return a;
     }
     return 0;
@@ -94,7 +94,7 @@ TEST_CASE("return addresses at one index stay cached, two at a time, each with i
     }
     // The address one byte over has the other index of the pair and the
     // same high bits: it must not find `one`'s entry, moved there.
-    CHECK(FrameRuleCache::index_of(one ^ 1) == (index ^ 1));
+    CHECK(FrameRuleCache::index(one ^ 1) == (index ^ 1));
     CHECK_FALSE(cache->cached_permanent(one ^ 1));
     // A third at the index takes it, and one of the first two is dropped;
     // every lookup still gives its own address's rule.

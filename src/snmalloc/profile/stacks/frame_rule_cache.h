@@ -55,14 +55,6 @@ namespace snmalloc::profile
     static constexpr uint64_t UNLOADABLE = uint64_t(1) << 9;
     static constexpr uint64_t UNLOADABLE_STEP = uint64_t(1) << 10;
 
-    // The low bits mixed with the next ones (return addresses of one
-    // function differ in the low bits, of different libraries above them);
-    // with the high bits stored, the index gives back the low ones.
-    static size_t index(uintptr_t address)
-    {
-      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
-    }
-
     // The key of `address`'s entry at its index; at the other index of the
     // pair, this | ALTERNATE_KEY.
     static uint64_t key(uintptr_t address)
@@ -121,9 +113,9 @@ namespace snmalloc::profile
       if (!permanent && !walk_read_unloads_)
         check_unloads();
       FrameRule rule = frame_rule_at(address);
-      uint64_t high = uint64_t(address) >> INDEX_BITS;
+      uint64_t k = key(address);
       uint64_t bits;
-      if ((high >> HIGH_BITS) == 0 && pack(rule, bits))
+      if ((k >> HIGH_BITS) == 0 && pack(rule, bits))
       {
         if (!permanent)
           bits = (bits & Step::STEP) != 0 ? (bits ^ Step::STEP) | UNLOADABLE | UNLOADABLE_STEP :
@@ -135,9 +127,9 @@ namespace snmalloc::profile
         uint64_t displaced = entries_[i].load(std::memory_order_relaxed);
         if (
           displaced != 0 && (displaced & (ALTERNATE | UNLOADABLE)) == 0 &&
-          (displaced >> RULE_BITS) != high)
+          (displaced >> RULE_BITS) != k)
           entries_[i ^ 1].store(displaced | ALTERNATE, std::memory_order_relaxed);
-        entries_[i].store(high << RULE_BITS | bits, std::memory_order_relaxed);
+        entries_[i].store(k << RULE_BITS | bits, std::memory_order_relaxed);
       }
       return rule;
     }
@@ -246,10 +238,13 @@ namespace snmalloc::profile
     }
 
   public:
-    // The index of `address`'s entry (the other of its pair: this ^ 1).
-    static size_t index_of(uintptr_t address)
+    // The index of `address`'s entry (the other of its pair: this ^ 1):
+    // the low bits mixed with the next ones (return addresses of one
+    // function differ in the low bits, of different libraries above them);
+    // with the high bits stored, the index gives back the low ones.
+    static size_t index(uintptr_t address)
     {
-      return index(address);
+      return size_t((address ^ (address >> INDEX_BITS)) & INDEX_MASK);
     }
 
     // Whether `address`'s rule is cached and its code permanent: its rule
