@@ -2,7 +2,7 @@
 // addresses that share an index stay cached together, two of them at
 // once, and whatever the cache holds, a lookup gives the address's own
 // rule from the unwind tables, never a neighbour's.  The addresses are
-// inside two runs of 8 KiB of no-ops, each a function of its own, so any
+// inside two runs of 16 KiB of no-ops, each a function of its own, so any
 // address there has a rule (the function's, after its prologue).
 #include <snmalloc/profile/stacks/frame_rule_cache.h>
 
@@ -13,16 +13,20 @@ using namespace snmalloc::profile;
 
 namespace
 {
-  constexpr size_t SLED = 8192;
+  // Each 4 KiB of addresses holds one address at each index; the no-ops
+  // of a sled of 8 KiB less its ends held only one at some indices (where
+  // the loader placed it), and the test needs two in one sled.
+  constexpr size_t SLED = 16384;
+#define SLED_OF_NOPS ".rept 16384\n nop\n .endr"
 
   extern "C" __attribute__((noinline)) void sled_one()
   {
-    asm volatile(".rept 8192\n nop\n .endr");
+    asm volatile(SLED_OF_NOPS);
   }
 
   extern "C" __attribute__((noinline)) void sled_two()
   {
-    asm volatile(".rept 8192\n nop\n .endr");
+    asm volatile(SLED_OF_NOPS);
   }
 
   // The first address inside the sled at `index` after `after` (past
