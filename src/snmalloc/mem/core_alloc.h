@@ -288,7 +288,7 @@ namespace snmalloc
 
     // The default build's dealloc_local found p not an object start, or
     // at the head of the list.
-    [[noreturn]] SNMALLOC_SLOW_PATH static void local_free_rejected(void* p, SlabMeta* meta)
+    [[noreturn]] SNMALLOC_SLOW_PATH static void local_free_rejected(void* p, SlabMeta* meta) noexcept
     {
       report_bad_free(meta->owner_object_start(p) ? BadFree::DoubleFree : BadFree::Interior, p);
     }
@@ -321,8 +321,10 @@ namespace snmalloc
     // class against thrashing).  Dozing and waking read only the owner's
     // line of the descriptor and no object (mem/slab_meta.h).  A release
     // checks the whole list first, out of line: the others save no
-    // registers.
-    SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta)
+    // registers.  noexcept, as local_free_rejected: with profiling in,
+    // clang cannot see that nothing below them throws, and free would
+    // call this one rather than jump to it, and keep a handler for both.
+    SNMALLOC_SLOW_PATH void slab_needs_attention(SlabMeta* meta) noexcept
     {
       sizeclass_t sc = meta->owner_sizeclass;
       SlabState state = meta->state;
@@ -461,7 +463,8 @@ namespace snmalloc
       uintptr_t owner,
       std::index_sequence<I...>)
     {
-      return (walk_lane(lane[I], chains, map, owner) | ...);
+      // Every lane steps: `|`, not `||`, which would stop at the first.
+      return (int(walk_lane(lane[I], chains, map, owner)) | ...) != 0;
     }
 
     SNMALLOC_FAST_PATH bool

@@ -18,7 +18,9 @@
 // alloc_size, nothrow) are left off.
 static_assert(std::is_same_v<size_t, unsigned long>);
 #  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wmissing-attributes"
+#  if !defined(__clang__) // clang has no such warning, and -Werror fails on one it does not know
+#    pragma GCC diagnostic ignored "-Wmissing-attributes"
+#  endif
 #  define SNMALLOC_ENTRY_ALIAS(name, target, ...) \
     extern "C" __attribute__((alias(target), visibility("hidden"))) void* name(__VA_ARGS__)
 SNMALLOC_ENTRY_ALIAS(snmalloc_entry_malloc, "malloc", size_t);
