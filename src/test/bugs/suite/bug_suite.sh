@@ -11,8 +11,8 @@
 # depend on chance (the checks build missed a one-byte overflow of a 4 KiB
 # object in 3 of 400 runs: most likely the byte it writes over the next
 # free object's keyed link was the byte already there, 1 in 256), and a
-# count that moved with them would fail the threshold now and then.  A catch on a later run says so, and the total
-# says how many there were.
+# count that moved with them would fail the threshold now and then.  A
+# catch on a later run says so, and the total says how many there were.
 set -uo pipefail
 bugs=$1
 allocator=${2:-glibc}
@@ -27,6 +27,7 @@ while read -r bug kind sizes; do
   [ -n "${kind_total[$kind]+set}" ] || kinds+=("$kind")
   for size in $sizes; do
     total=$((total + 1))
+    caught_at=0 # the run that stopped before the end; 0 if none did
     for run in $(seq "$runs_per_program"); do
       if [ "$allocator" = glibc ]; then
         out=$(timeout 20 "$bugs" "$bug" "$size" 2>&1)
@@ -34,17 +35,20 @@ while read -r bug kind sizes; do
         out=$(LD_PRELOAD="$allocator" timeout 20 "$bugs" "$bug" "$size" 2>&1)
       fi
       status=$?
-      printf '%s\n' "$out" | grep -q '^reached the end$' || break
+      if ! printf '%s\n' "$out" | grep -q '^reached the end$'; then
+        caught_at=$run
+        break
+      fi
     done
     class=$([ "$size" -ge 262144 ] && echo large || { [ "$size" -ge 4096 ] && echo medium || echo small; })
     kind_total[$kind]=$((${kind_total[$kind]:-0} + 1))
     kind_total[$kind.$class]=$((${kind_total[$kind.$class]:-0} + 1))
-    if printf '%s\n' "$out" | grep -q '^reached the end$'; then
+    if [ "$caught_at" -eq 0 ]; then
       verdict=missed
     else
       verdict="caught (status $status): $(printf '%s\n' "$out" | grep -v '^$' | head -1)"
-      if [ "$run" -gt 1 ]; then
-        verdict="$verdict [at run $run]"
+      if [ "$caught_at" -gt 1 ]; then
+        verdict="$verdict [at run $caught_at]"
         caught_again=$((caught_again + 1))
       fi
       caught=$((caught + 1))
