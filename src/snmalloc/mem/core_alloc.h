@@ -36,6 +36,7 @@
 #include "local_cache.h"
 #include "no_profiler.h"
 #include "remote_cache.h"
+#include "slab_lists.h"
 #include "zero_size.h"
 
 #include <new>
@@ -56,7 +57,7 @@ namespace snmalloc
   private:
     uintptr_t owner_value_;
     SlabList available_[NUM_SMALL_CLASSES];
-    // Per class, sleeping slabs with objects freed (mem/slab_meta.h).
+    // Per class, sleeping slabs with objects freed (mem/slab_lists.h).
     DozingSlabs dozing_[NUM_SMALL_CLASSES];
     // Per class: how its slabs fall asleep (mem/slab_meta.h), watched from
     // a new slab on, until GROWING_WAKES slabs have woken at their
