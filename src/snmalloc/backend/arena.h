@@ -4,60 +4,81 @@
 //
 // The arena is reserved inaccessible and committed (mprotect) in steps as the
 // buddy allocator's frontier advances (in the checks build, range by range
-// as the backend hands chunks out: backend/backend.h).  Its size is the largest that the
-// system grants, from 16 TiB down: a normal Linux process gets 16 TiB of
-// address space (a 16 GiB lazily committed pagemap); under valgrind, which
-// refuses reservations of 64 GiB or more, the arena shrinks to 32 GiB.
+// as the backend hands chunks out: backend/backend.h).  Its size is the
+// largest that the system grants, from 16 TiB down to 192 MiB: a normal
+// Linux process gets 16 TiB of address space (a 16 GiB lazily committed
+// pagemap); under valgrind, which refuses reservations of 64 GiB or more,
+// the arena shrinks to 32 GiB; under an RLIMIT_AS set before start, to
+// what fits beside the rest of the process.
 
 #include "../ds/ds.h"
+
+#include <initializer_list>
 
 namespace snmalloc
 {
   class Arena
   {
   public:
-    // The arena's base is aligned to this, so every buddy block is aligned to
-    // its own size in absolute terms up to this bound: the largest alignment
-    // the allocator can honour.
+    // The arena's base is aligned to this, or to the largest power of two
+    // in its size if smaller, so every buddy block is aligned to its own
+    // size in absolute terms up to this bound: the largest alignment the
+    // allocator can honour.
     static constexpr size_t BASE_ALIGN_BITS = 32;
 
   private:
     static constexpr size_t MAX_BITS = 44;
-    static constexpr size_t MIN_BITS = 32;
+    // 192 MiB at the least (three quarters of 2^MIN_BITS): a process under
+    // `ulimit -v 1G` still runs.
+    static constexpr size_t MIN_BITS = 28;
     static constexpr size_t COMMIT_STEP = size_t(64) << 20;
 
     uintptr_t committed_end_ = 0;
 
+    // The arena at `size` bytes, its base aligned to the largest power of
+    // two in it up to 2^BASE_ALIGN_BITS, and its pagemap.
+    bool reserve(size_t size) noexcept
+    {
+      size_t align_bits = bits::log2_floor(size);
+      if (align_bits > BASE_ALIGN_BITS)
+        align_bits = BASE_ALIGN_BITS;
+      void* base = Pal::reserve_aligned(size, size_t(1) << align_bits);
+      if (base == nullptr)
+        return false;
+      size_t map_bytes = (size >> config::CHUNK_BITS) * sizeof(PagemapEntry);
+      void* map = Pal::reserve_lazy_rw(map_bytes);
+      if (map == nullptr)
+      {
+        ::munmap(base, size);
+        return false;
+      }
+      pagemap.entries = static_cast<PagemapEntry*>(map);
+      pagemap.base = reinterpret_cast<uintptr_t>(base);
+      committed_end_ = pagemap.base;
+      pagemap.size = size;
+      return true;
+    }
+
   public:
     // Reserve the arena and pagemap; false if the system gives neither.
+    // Sizes go down by a power of two and three quarters of it, so that an
+    // arena under RLIMIT_AS takes at least half of what the rest of the
+    // process leaves (1.5 GiB under `ulimit -v 2G`, where powers of two
+    // alone gave 1 GiB).  errno is left as it was: the reservations that
+    // failed set it, and the malloc that called this succeeds.
     bool init() noexcept
     {
+      int saved_errno = errno;
       for (size_t b = MAX_BITS; b >= MIN_BITS; b--)
       {
-        size_t size = size_t(1) << b;
-        size_t align = size_t(1) << BASE_ALIGN_BITS;
-        void* raw = Pal::reserve(size + align);
-        if (raw == nullptr)
-          continue;
-        size_t map_bytes = (size >> config::CHUNK_BITS) * sizeof(PagemapEntry);
-        void* map = Pal::reserve_lazy_rw(map_bytes);
-        if (map == nullptr)
+        for (size_t size : {size_t(1) << b, size_t(3) << (b - 2)})
         {
-          ::munmap(raw, size + align);
-          continue;
+          if (reserve(size))
+          {
+            errno = saved_errno;
+            return true;
+          }
         }
-        uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-        uintptr_t base = bits::align_up(start, align);
-        // Hand back the unaligned slack on either side.
-        if (base != start)
-          ::munmap(raw, base - start);
-        if (start + align != base)
-          ::munmap(reinterpret_cast<void*>(base + size), start + align - base);
-        pagemap.entries = static_cast<PagemapEntry*>(map);
-        pagemap.base = base;
-        committed_end_ = base;
-        pagemap.size = size;
-        return true;
       }
       return false;
     }

@@ -180,6 +180,50 @@ namespace snmalloc
       return p == MAP_FAILED ? nullptr : p;
     }
 
+    // `size` bytes of address space, as reserve, at a multiple of `align` (a
+    // power of two).  Over-reserving by `align` and trimming is the usual
+    // way; when the address space is too limited for that slack (RLIMIT_AS:
+    // a 4 GiB arena aligned so needed 8 GiB, and under `ulimit -v 8G` every
+    // malloc failed), the aligned address just below or above where the
+    // kernel places `size` bytes, if that is free.
+    static void* reserve_aligned(size_t size, size_t align) noexcept
+    {
+      if (void* raw = reserve(size + align))
+      {
+        uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+        uintptr_t base = bits::align_up(start, align);
+        if (base != start)
+          ::munmap(raw, base - start);
+        if (start + align != base)
+          ::munmap(reinterpret_cast<void*>(base + size), start + align - base);
+        return reinterpret_cast<void*>(base);
+      }
+      void* p = reserve(size);
+      if (p == nullptr)
+        return nullptr;
+      uintptr_t at = reinterpret_cast<uintptr_t>(p);
+      if ((at & (align - 1)) == 0)
+        return p;
+      ::munmap(p, size);
+      uintptr_t hints[] = {at & ~(align - 1), bits::align_up(at, align)};
+      for (uintptr_t hint : hints)
+      {
+        void* q = ::mmap(
+          reinterpret_cast<void*>(hint),
+          size,
+          PROT_NONE,
+          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+          -1,
+          0);
+        if (q == reinterpret_cast<void*>(hint))
+          return q;
+        // A kernel before 4.17 takes the address as a hint only.
+        if (q != MAP_FAILED)
+          ::munmap(q, size);
+      }
+      return nullptr;
+    }
+
     // Readable, writable, lazily backed memory (used for the pagemap, which is
     // mostly never touched).  nullptr on failure.
     static void* reserve_lazy_rw(size_t size) noexcept
