@@ -94,13 +94,43 @@ namespace snmalloc::detail
     }
   }
 
+  // The nothrow forms return nullptr where the throwing form would not
+  // return, also where the new_handler throws.  This library catches
+  // nothing (the plain shim has no unwinder to link, and the profiling
+  // shim's hidden libstdc++ does not know the program's exceptions): the
+  // catch is libstdc++'s nothrow new, which calls the throwing form, ours,
+  // and returns nullptr for whatever it throws.  It is the definition
+  // found next after this library's; where there is none, the handler is
+  // called here, uncaught.
+  SNMALLOC_SLOW_PATH inline void* nothrow_new_failed(size_t size, size_t align) noexcept
+  {
+    if (current_new_handler() == nullptr)
+      return nullptr;
+    if (align <= MIN_ALIGN)
+    {
+      using Next = void* (*)(size_t, const std::nothrow_t&) noexcept;
+      if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmRKSt9nothrow_t")))
+        return next(size, std::nothrow);
+    }
+    else
+    {
+      using Next = void* (*)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
+      if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmSt11align_val_tRKSt9nothrow_t")))
+        return next(size, std::align_val_t(align), std::nothrow);
+    }
+    return new_failed<true>(size, align);
+  }
+
   template<bool nothrow>
   SNMALLOC_FAST_PATH void* new_impl(size_t size)
   {
     void* p = alloc(size);
     if (SNMALLOC_LIKELY(p != nullptr))
       return p;
-    return new_failed<nothrow>(size, MIN_ALIGN);
+    if constexpr (nothrow)
+      return nothrow_new_failed(size, MIN_ALIGN);
+    else
+      return new_failed<false>(size, MIN_ALIGN);
   }
 
   template<bool nothrow>
@@ -117,7 +147,10 @@ namespace snmalloc::detail
       else
         throw_bad_alloc();
     }
-    return new_failed<nothrow>(size, align);
+    if constexpr (nothrow)
+      return nothrow_new_failed(size, align);
+    else
+      return new_failed<false>(size, align);
   }
 } // namespace snmalloc::detail
 

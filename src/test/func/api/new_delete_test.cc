@@ -155,3 +155,27 @@ TEST_CASE("new-handler-called-on-failure")
   CHECK(new_handler_calls == 1);
   std::set_new_handler(nullptr);
 }
+
+namespace
+{
+  void throwing_handler()
+  {
+    new_handler_calls++;
+    throw std::bad_alloc();
+  }
+}
+
+TEST_CASE("nothrow-new-returns-null-when-the-handler-throws")
+{
+  // The nothrow forms return nullptr where the throwing form would throw,
+  // the handler's own exception included.
+  new_handler_calls = 0;
+  std::set_new_handler(throwing_handler);
+  CHECK(::operator new(opaque(SIZE_MAX / 2), std::nothrow) == nullptr);
+  CHECK(::operator new[](opaque(SIZE_MAX / 2), std::nothrow) == nullptr);
+  CHECK(::operator new(opaque(SIZE_MAX / 2), std::align_val_t(256), std::nothrow) == nullptr);
+  CHECK(new_handler_calls == 3);
+  CHECK_THROWS_AS(::operator new(opaque(SIZE_MAX / 2)), std::bad_alloc);
+  CHECK(new_handler_calls == 4);
+  std::set_new_handler(nullptr);
+}
