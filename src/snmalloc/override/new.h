@@ -106,17 +106,20 @@ namespace snmalloc::detail
   {
     if (current_new_handler() == nullptr)
       return nullptr;
+    // Not std::nothrow, an object of libstdc++'s, which the plain shim
+    // does not link.
+    const std::nothrow_t tag{};
     if (align <= MIN_ALIGN)
     {
       using Next = void* (*)(size_t, const std::nothrow_t&) noexcept;
       if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmRKSt9nothrow_t")))
-        return next(size, std::nothrow);
+        return next(size, tag);
     }
     else
     {
       using Next = void* (*)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
       if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmSt11align_val_tRKSt9nothrow_t")))
-        return next(size, std::align_val_t(align), std::nothrow);
+        return next(size, std::align_val_t(align), tag);
     }
     return new_failed<true>(size, align);
   }
