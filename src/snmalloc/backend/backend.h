@@ -270,6 +270,18 @@ namespace snmalloc
       return {in_use_bytes_, meta_bytes_, initialised_ ? buddy_.dirty_bytes() : 0};
     }
 
+    // Every free page that may be resident back to the OS now, not at its
+    // decay (malloc_trim), the quarantined runs' too; the bytes decommitted.
+    size_t release_free_pages() noexcept
+    {
+      LockGuard g(lock_);
+      if (!initialised_)
+        return 0;
+      size_t bytes = buddy_.decay(true) + quarantine_.decommit_all();
+      free_resident_ = 0;
+      return bytes;
+    }
+
     // fork(): hold the lock across the fork so the child sees consistent lists.
     void prefork() noexcept
     {

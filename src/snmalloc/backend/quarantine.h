@@ -43,6 +43,25 @@ namespace snmalloc
       resident_ += run.resident;
     }
 
+    // Give back the pages of every run waiting (malloc_trim): they stay
+    // quarantined, inaccessible, and fault in again only when reused.
+    // The bytes that may have held pages.
+    size_t decommit_all()
+    {
+      size_t bytes = 0;
+      for (size_t i = 0; i < count_; i++)
+      {
+        Run& run = runs_[(oldest_ + i) % MAX_RUNS];
+        if (run.resident == 0)
+          continue;
+        Pal::decommit(pagemap.chunk_address(run.index), run.chunks << config::CHUNK_BITS);
+        bytes += run.resident;
+        run.resident = 0;
+      }
+      resident_ = 0;
+      return bytes;
+    }
+
     // Take the oldest run if the quarantine is beyond its bounds.
     bool take_overflow(Run& run)
     {

@@ -5,7 +5,9 @@
 #include "../global/global.h"
 
 #include <climits>
-
+// glibc's declarations first: a definition that follows a system header's
+// may leave out its noexcept, one that precedes it may not.
+#include <malloc.h>
 
 namespace snmalloc::detail
 {

@@ -2,6 +2,7 @@
 // (libsnmallocshim.so for LD_PRELOAD, the static library for linking in).
 #include "label_api.h"
 #include "malloc.h"
+#include "malloc_glibc.h"
 #include "new.h"
 #include "profile_api.h"
 #include "runtime_reserve.h"
