@@ -11,7 +11,7 @@
 # -R: the guest gets 32 GiB of address space, reserved up front.  qemu 7.2
 # keeps flags for every page a guest maps, even inaccessible ones, so the
 # allocator's 16 TiB arena reservation took qemu 14 GB of memory in under a
-# minute and never finished; refused that, the arena falls back to 16 GiB
+# minute and never finished; refused that, the arena falls back to 24 GiB
 # (backend/arena.h), and a test process costs qemu about 150 MB.
 #
 # qemu-aarch64 is a host program: an LD_PRELOAD of aarch64 libraries in the

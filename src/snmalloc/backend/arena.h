@@ -8,7 +8,7 @@
 // largest that the system grants, from 16 TiB down to 192 MiB: a normal
 // Linux process gets 16 TiB of address space (a 16 GiB lazily committed
 // pagemap); under valgrind, which refuses reservations of 64 GiB or more,
-// the arena shrinks to 32 GiB; under an RLIMIT_AS set before start, to
+// the arena shrinks to 48 GiB; under an RLIMIT_AS set before start, to
 // what fits beside the rest of the process.
 
 #include "../ds/ds.h"
