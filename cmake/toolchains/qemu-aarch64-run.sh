@@ -12,7 +12,7 @@
 # keeps flags for every page a guest maps, even inaccessible ones, so the
 # allocator's 16 TiB arena reservation took qemu 14 GB of memory in under a
 # minute and never finished; refused that, the arena falls back to 24 GiB
-# (backend/arena.h), and a test process costs qemu about 150 MB.
+# (backend/arena.h), and a test process costs qemu about 200 MB.
 #
 # qemu-aarch64 is a host program: an LD_PRELOAD of aarch64 libraries in the
 # environment would make the host's loader try them on qemu itself (and
