@@ -4,6 +4,7 @@
 #include "../global/global.h"
 
 #include <atomic>
+#include <cstring>
 #include <dlfcn.h>
 #include <new>
 
@@ -94,49 +95,76 @@ namespace snmalloc::detail
     }
   }
 
+  // The next definition of `symbol` after this library's, if libstdc++'s
+  // (another allocator's would hand out memory of its own).
+  inline void* next_in_libstdcxx(const char* symbol) noexcept
+  {
+    void* f = ::dlsym(RTLD_NEXT, symbol);
+    Dl_info info{};
+    if (f == nullptr || ::dladdr(f, &info) == 0 || info.dli_fname == nullptr ||
+        std::strstr(info.dli_fname, "libstdc++") == nullptr)
+      return nullptr;
+    return f;
+  }
+
   // The nothrow forms return nullptr where the throwing form would not
-  // return, also where the new_handler throws.  This library catches
-  // nothing (the plain shim has no unwinder to link, and the profiling
-  // shim's hidden libstdc++ does not know the program's exceptions): the
-  // catch is libstdc++'s nothrow new, which calls the throwing form, ours,
-  // and returns nullptr for whatever it throws.  It is the definition
-  // found next after this library's; where there is none, the handler is
-  // called here, uncaught.
-  SNMALLOC_SLOW_PATH inline void* nothrow_new_failed(size_t size, size_t align) noexcept
+  // return, also where the new_handler throws.  A build with exceptions and
+  // the program's libstdc++ catches here.  The plain shim has no unwinder
+  // to link, and the profiling shim's hidden libstdc++ does not know the
+  // program's exceptions: their catch is libstdc++'s nothrow new, which
+  // calls the throwing form, ours, and returns nullptr for whatever it
+  // throws.  Where there is neither, the handler is called here, uncaught.
+  template<bool array>
+  SNMALLOC_SLOW_PATH void* nothrow_new_failed(size_t size, size_t align) noexcept
   {
     if (current_new_handler() == nullptr)
       return nullptr;
+#if __cpp_exceptions
+    if constexpr (config::shim_links_libstdcxx && !config::shim_libstdcxx_is_private)
+    {
+      try
+      {
+        return new_failed<false>(size, align);
+      }
+      catch (...)
+      {
+        return nullptr;
+      }
+    }
+#endif
     // Not std::nothrow, an object of libstdc++'s, which the plain shim
     // does not link.
     const std::nothrow_t tag{};
     if (align <= MIN_ALIGN)
     {
       using Next = void* (*)(size_t, const std::nothrow_t&) noexcept;
-      if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmRKSt9nothrow_t")))
+      if (auto next = reinterpret_cast<Next>(
+            next_in_libstdcxx(array ? "_ZnamRKSt9nothrow_t" : "_ZnwmRKSt9nothrow_t")))
         return next(size, tag);
     }
     else
     {
       using Next = void* (*)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
-      if (auto next = reinterpret_cast<Next>(::dlsym(RTLD_NEXT, "_ZnwmSt11align_val_tRKSt9nothrow_t")))
+      if (auto next = reinterpret_cast<Next>(next_in_libstdcxx(
+            array ? "_ZnamSt11align_val_tRKSt9nothrow_t" : "_ZnwmSt11align_val_tRKSt9nothrow_t")))
         return next(size, std::align_val_t(align), tag);
     }
     return new_failed<true>(size, align);
   }
 
-  template<bool nothrow>
+  template<bool nothrow, bool array = false>
   SNMALLOC_FAST_PATH void* new_impl(size_t size)
   {
     void* p = alloc(size);
     if (SNMALLOC_LIKELY(p != nullptr))
       return p;
     if constexpr (nothrow)
-      return nothrow_new_failed(size, MIN_ALIGN);
+      return nothrow_new_failed<array>(size, MIN_ALIGN);
     else
       return new_failed<false>(size, MIN_ALIGN);
   }
 
-  template<bool nothrow>
+  template<bool nothrow, bool array = false>
   SNMALLOC_FAST_PATH void* new_aligned_impl(size_t size, std::align_val_t al)
   {
     size_t align = static_cast<size_t>(al);
@@ -151,7 +179,7 @@ namespace snmalloc::detail
         throw_bad_alloc();
     }
     if constexpr (nothrow)
-      return nothrow_new_failed(size, align);
+      return nothrow_new_failed<array>(size, align);
     else
       return new_failed<false>(size, align);
   }
@@ -171,7 +199,7 @@ SNMALLOC_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept
 }
 SNMALLOC_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept
 {
-  return snmalloc::detail::new_impl<true>(size);
+  return snmalloc::detail::new_impl<true, true>(size);
 }
 SNMALLOC_EXPORT void* operator new(size_t size, std::align_val_t al)
 {
@@ -189,7 +217,7 @@ operator new(size_t size, std::align_val_t al, const std::nothrow_t&) noexcept
 SNMALLOC_EXPORT void*
 operator new[](size_t size, std::align_val_t al, const std::nothrow_t&) noexcept
 {
-  return snmalloc::detail::new_aligned_impl<true>(size, al);
+  return snmalloc::detail::new_aligned_impl<true, true>(size, al);
 }
 
 SNMALLOC_EXPORT void operator delete(void* p) noexcept
