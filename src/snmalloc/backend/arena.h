@@ -9,7 +9,7 @@
 // Linux process gets 16 TiB of address space (a 16 GiB lazily committed
 // pagemap); under valgrind, which refuses reservations of 64 GiB or more,
 // the arena shrinks to 48 GiB; under an RLIMIT_AS set before start, to
-// what fits beside the rest of the process.
+// half of what the rest of the process leaves.
 
 #include "../ds/ds.h"
 
@@ -61,19 +61,23 @@ namespace snmalloc
 
   public:
     // Reserve the arena and pagemap; false if the system gives neither.
-    // Sizes go down by a power of two and three quarters of it, so that an
-    // arena under RLIMIT_AS takes at least half of what the rest of the
-    // process leaves (1.5 GiB under `ulimit -v 2G`, where powers of two
-    // alone gave 1 GiB).  errno is left as it was: the reservations that
-    // failed set it, and the malloc that called this succeeds.
+    // Sizes go down by a power of two and three quarters of it.  Under
+    // RLIMIT_AS the arena takes at most half of what the rest of the
+    // process leaves, the other half for thread stacks, libraries and files
+    // mapped later (under `ulimit -v 1048576`: 384 MiB, and 79 threads of
+    // 8 MiB stacks could start, 127 under glibc's malloc; taking what it
+    // could, 768 MiB, left room for 31).  errno is left as it was: the reservations that failed set
+    // it, and the malloc that called this succeeds.
     bool init() noexcept
     {
       int saved_errno = errno;
+      size_t bound = Pal::address_space_left() / 2;
+      constexpr size_t smallest = size_t(3) << (MIN_BITS - 2);
       for (size_t b = MAX_BITS; b >= MIN_BITS; b--)
       {
         for (size_t size : {size_t(1) << b, size_t(3) << (b - 2)})
         {
-          if (reserve(size))
+          if ((size <= bound || size == smallest) && reserve(size))
           {
             errno = saved_errno;
             return true;

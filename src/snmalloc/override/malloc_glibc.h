@@ -1,9 +1,9 @@
 #pragma once
 // Layer override: glibc's own functions about its heap, answered for this
-// one.  A program that calls them under the shim would otherwise be told
-// about glibc's heap, which holds nothing: mallinfo2 read all zeros with
-// 8 MiB live, and malloc_trim gave back nothing of ours.  (mallopt and
-// malloc_info are left to glibc: no option of ours is set that way.)
+// one.  Left to glibc, they describe its heap, which holds nothing under
+// the shim (its mallinfo2 reads zeros with 8 MiB live in ours), and its
+// malloc_trim gives back nothing of ours.  (mallopt and malloc_info are
+// left to glibc: no setting of ours is made that way.)
 
 #include "../global/global.h"
 
@@ -12,15 +12,25 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
 namespace snmalloc::detail
 {
+  // The fields of glibc's mallinfo2 and mallinfo this heap fills (a struct
+  // of its own: mallinfo2 is glibc 2.33's).
+  struct GlibcHeapInfo
+  {
+    size_t arena, hblks, hblkhd, uordblks, fordblks;
+  };
+
   // glibc's figures from ours.  Large runs are its mmapped chunks (hblks,
   // hblkhd); the rest of the heap's memory is its arena, in use (uordblks)
-  // or free (fordblks), so that uordblks + hblkhd is what is live.
-  inline struct mallinfo2 glibc_heap_info()
+  // or free (fordblks), so that uordblks + hblkhd is what is live.  The
+  // checks build's guard pages around large runs count as free: they are
+  // never resident.
+  inline GlibcHeapInfo glibc_heap_info()
   {
     Stats s = stats();
-    struct mallinfo2 info{};
+    GlibcHeapInfo info{};
     info.hblks = s.large_runs;
     info.hblkhd = s.large_live_bytes;
     size_t heap = s.resident_bytes;
@@ -38,16 +48,25 @@ namespace snmalloc::detail
 
 extern "C"
 {
+#  if __GLIBC_PREREQ(2, 33)
   SNMALLOC_EXPORT struct mallinfo2 mallinfo2(void)
   {
-    return snmalloc::detail::glibc_heap_info();
+    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info();
+    struct mallinfo2 info{};
+    info.arena = i.arena;
+    info.hblks = i.hblks;
+    info.hblkhd = i.hblkhd;
+    info.uordblks = i.uordblks;
+    info.fordblks = i.fordblks;
+    return info;
   }
+#  endif
 
   // The older form, whose int fields saturate (glibc's wrap).
   SNMALLOC_EXPORT struct mallinfo mallinfo(void)
   {
     using snmalloc::detail::saturated_int;
-    struct mallinfo2 i = snmalloc::detail::glibc_heap_info();
+    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info();
     struct mallinfo info{};
     info.arena = saturated_int(i.arena);
     info.hblks = saturated_int(i.hblks);
@@ -57,9 +76,11 @@ extern "C"
     return info;
   }
 
-  // Free pages back to the OS now rather than at their decay (about a
-  // second); `pad` is glibc's margin at the top of its heap, which this
-  // one has not.  1 if any memory was returned, as glibc's.
+  // The free chunks' pages back to the OS now rather than at their decay
+  // (about a second), and the checks build's quarantined runs'; not the
+  // free objects of slabs, nor the empty slabs each thread's allocator
+  // keeps.  `pad` is glibc's margin at the top of its heap, which this one
+  // has not.  1 if any memory was returned, as glibc's.
   SNMALLOC_EXPORT int malloc_trim(size_t)
   {
     return snmalloc::backend.release_free_pages() > 0 ? 1 : 0;
@@ -94,3 +115,4 @@ extern "C"
       (void)!::write(STDERR_FILENO, text, size_t(n) < sizeof(text) ? size_t(n) : sizeof(text) - 1);
   }
 }
+#endif

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -180,12 +182,34 @@ namespace snmalloc
       return p == MAP_FAILED ? nullptr : p;
     }
 
+    // Address space the process may still map under RLIMIT_AS: the limit
+    // less its size now (/proc/self/statm, read without allocating);
+    // SIZE_MAX with no limit, or if the size cannot be read.
+    static size_t address_space_left() noexcept
+    {
+      rlimit limit{};
+      if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return SIZE_MAX;
+      int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        return SIZE_MAX;
+      char text[64];
+      ssize_t n = ::read(fd, text, sizeof(text) - 1);
+      ::close(fd);
+      if (n <= 0)
+        return SIZE_MAX;
+      size_t pages = 0;
+      for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9'; i++)
+        pages = pages * 10 + size_t(text[i] - '0');
+      size_t used = pages * PAGE_SIZE;
+      return used < limit.rlim_cur ? size_t(limit.rlim_cur) - used : 0;
+    }
+
     // `size` bytes of address space, as reserve, at a multiple of `align` (a
     // power of two).  Over-reserving by `align` and trimming is the usual
-    // way; when the address space is too limited for that slack (RLIMIT_AS:
-    // a 4 GiB arena aligned so needed 8 GiB, and under `ulimit -v 8G` every
-    // malloc failed), the aligned address just below or above where the
-    // kernel places `size` bytes, if that is free.
+    // way; where RLIMIT_AS leaves no room for that slack (it doubles an
+    // arena of 4 GiB or less), the aligned address just below or above
+    // where the kernel places `size` bytes, if that is free.
     static void* reserve_aligned(size_t size, size_t align) noexcept
     {
       if (void* raw = reserve(size + align))

@@ -1,9 +1,9 @@
 // Out of memory: every entry point fails cleanly (NULL and ENOMEM, or
 // std::bad_alloc), the profiler drops and counts its samples, and the
 // program frees and continues.  The checks run in a child re-executed
-// under RLIMIT_AS: the arena, reserved at start-up, then takes at most
-// 8 GiB, and the child fills it with large blocks it never touches, so
-// this costs address space, not memory.
+// under RLIMIT_AS: the arena, reserved at start-up, then takes 4 GiB, half
+// of what the rest of the process leaves, and the child fills it with large
+// blocks it never touches, so this costs address space, not memory.
 #include "support/death.h"
 
 #include <catch2/catch.hpp>
@@ -25,8 +25,8 @@ using snmalloc_test::hide;
 
 namespace
 {
-  // Room for an arena of 8 GiB and the rest of the process, not for the
-  // next arena size up (12 GiB).
+  // An arena of 4 GiB (the arena takes at most half of what the rest of the
+  // process leaves), not the next size up (6 GiB).
   constexpr rlim_t LIMIT = (rlim_t(8) << 30) + (rlim_t(768) << 20);
   constexpr size_t MiB = size_t(1) << 20;
   // A class no start-up code uses, so no cached free object serves it.
@@ -181,17 +181,41 @@ namespace
   // The limit of the test below: a small one, as `ulimit -v 1048576` sets.
   constexpr rlim_t SMALL_LIMIT = rlim_t(1) << 30;
   constexpr size_t BLOCK = size_t(16) << 10;
+
+  void* idle(void*)
+  {
+    return nullptr;
+  }
+
+  // Threads with 8 MiB stacks, as glibc gives by default, started at once;
+  // how many could be.
+  size_t threads_started(size_t wanted)
+  {
+    pthread_attr_t attr;
+    ::pthread_attr_init(&attr);
+    ::pthread_attr_setstacksize(&attr, 8 * MiB);
+    pthread_t threads[64];
+    size_t n = 0;
+    while (n < wanted && n < 64 && ::pthread_create(&threads[n], &attr, idle, nullptr) == 0)
+      n++;
+    for (size_t i = 0; i < n; i++)
+      ::pthread_join(threads[i], nullptr);
+    ::pthread_attr_destroy(&attr);
+    return n;
+  }
 } // namespace
 
-// An address-space limit set before start: the arena takes what the rest of
-// the process leaves, at least half of it (768 MiB of 1 GiB).  (Aligning a 4 GiB arena once
-// took 8 GiB, and under a limit of 8 GiB or less every malloc failed.)
+// An address-space limit set before start: the arena takes half of what the
+// rest of the process leaves (384 MiB of 1 GiB), and the other half is left
+// for what the process maps itself, here 48 threads' stacks (384 MiB).
 // 16 KiB blocks, slab objects, cost the checks build no guard pages.
 TEST_CASE("under a small address-space limit (child)", "[.oom]")
 {
   rlimit limit{};
   REQUIRE(::getrlimit(RLIMIT_AS, &limit) == 0);
   REQUIRE(limit.rlim_cur == SMALL_LIMIT);
+  size_t threads = threads_started(48);
+  CHECK(threads == 48);
   size_t count = 0;
   while (count < sizeof(held) / sizeof(held[0]))
   {
@@ -207,7 +231,7 @@ TEST_CASE("under a small address-space limit (child)", "[.oom]")
   // twice the address space.
   const char* env = std::getenv("SNMALLOC_PROFILE");
   bool sampling_all = env != nullptr && std::strcmp(env, "rate=1") == 0;
-  bool enough = count * BLOCK >= SMALL_LIMIT / (sampling_all ? 4 : 2);
+  bool enough = count * BLOCK >= SMALL_LIMIT / (sampling_all ? 6 : 3);
   bool ran_out = count < sizeof(held) / sizeof(held[0]);
   CHECK(enough);
   CHECK(ran_out);
@@ -223,7 +247,7 @@ TEST_CASE("under a small address-space limit (child)", "[.oom]")
   void* again = std::malloc(size_t(64) << 20);
   CHECK(again != nullptr);
   std::free(again);
-  if (enough && ran_out && intact == count && again != nullptr)
+  if (threads == 48 && enough && ran_out && intact == count && again != nullptr)
     ::_exit(snmalloc_test::RAN_CLEAN);
 }
 
