@@ -1,6 +1,7 @@
 #pragma once
 // Layer global: snmalloc::stats(), the figures of snmalloc_stats.h summed
-// over every allocator (mem/heap_counts.h says what they mean).
+// over every allocator (mem/heap_counts.h says what they mean), and
+// snmalloc::trim(), which gives the heap's free memory back.
 
 #include "../snmalloc_stats.h"
 #include "thread_alloc.h"
@@ -37,6 +38,24 @@ namespace snmalloc
       return v > 0 ? uint64_t(v) : 0;
     }
   } // namespace detail
+
+  // Give back to the OS what the heap holds free: the empty slabs the
+  // calling thread's allocator and the idle ones keep for their next
+  // refills, then every free chunk's pages, the checks build's quarantined
+  // runs' too (they stay inaccessible), now rather than at their decay.
+  // Not the free objects of slabs still in use, nor other threads' empty
+  // slabs.  The bytes decommitted.
+  inline size_t trim() noexcept
+  {
+    auto release = [](Alloc& core) {
+      core.handle_messages();
+      core.release_empty_slabs();
+    };
+    if (Alloc* core = local_cache.core)
+      release(*core);
+    alloc_pool.for_each_idle(release);
+    return backend.release_free_pages();
+  }
 
   inline Stats stats() noexcept
   {

@@ -545,6 +545,28 @@ namespace snmalloc
       }
     }
 
+    // Release the awake slabs with every object back, which slab_all_free
+    // keeps for the next refill of their class (malloc_trim).  Its owner's,
+    // or an idle allocator's, call.
+    void release_empty_slabs()
+    {
+      for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
+      {
+        SlabMeta* s = available_[sc].head;
+        while (s != nullptr)
+        {
+          SlabMeta* next = s->next;
+          if (s->all_free())
+          {
+            s->check_free_list(sizeclasses.capacity[sc] - s->untouched);
+            available_[sc].remove(s);
+            release_slab(s);
+          }
+          s = next;
+        }
+      }
+    }
+
     // Large requests: a run of whole chunks.  `zero` asks for zeroed memory.
     SNMALLOC_SLOW_PATH void* alloc_large(size_t size, size_t align, bool zero)
     {

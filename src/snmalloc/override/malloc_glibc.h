@@ -76,14 +76,12 @@ extern "C"
     return info;
   }
 
-  // The free chunks' pages back to the OS now rather than at their decay
-  // (about a second), and the checks build's quarantined runs'; not the
-  // free objects of slabs, nor the empty slabs each thread's allocator
-  // keeps.  `pad` is glibc's margin at the top of its heap, which this one
-  // has not.  1 if any memory was returned, as glibc's.
+  // Memory back to the OS now rather than at its decay (snmalloc::trim).
+  // `pad` is glibc's margin at the top of its heap, which this one has
+  // not.  1 if any was returned, as glibc's.
   SNMALLOC_EXPORT int malloc_trim(size_t)
   {
-    return snmalloc::backend.release_free_pages() > 0 ? 1 : 0;
+    return snmalloc::trim() > 0 ? 1 : 0;
   }
 
   // The statistics on stderr, as glibc's prints its own there; one write,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <malloc.h>
+#include <snmalloc/snmalloc.h>
 #include <snmalloc/snmalloc_stats.h>
 #include <string>
 #include <unistd.h>
@@ -132,6 +133,31 @@ TEST_CASE("malloc_trim gives freed pages back")
   CHECK(after_trim + size / 2 <= touched);
   CHECK(released == 1);
   CHECK(::malloc_trim(0) == 0);
+}
+
+TEST_CASE("malloc_trim releases the slabs kept empty")
+{
+  // Sizes of classes nothing else here uses, of one-chunk slabs and larger:
+  // once all their objects are back, the last slab of each class is kept
+  // for its next refill, until malloc_trim.
+  for (size_t size : {size_t(7000), size_t(28000)})
+  {
+    size_t sc = snmalloc::size_to_sizeclass(size);
+    auto slabs = [sc] {
+      struct snmalloc_stats s;
+      snmalloc_stats(&s);
+      return s.sizeclasses[sc].slabs;
+    };
+    {
+      Held held;
+      for (size_t i = 0; i < 200; i++)
+        held.take(size);
+    }
+    INFO("size " << size << ", slab of " << (size_t(1) << snmalloc::sizeclasses.slab_bits[sc]));
+    CHECK(slabs() >= 1);
+    ::malloc_trim(0);
+    CHECK(slabs() == 0);
+  }
 }
 
 TEST_CASE("malloc_stats prints this heap")
