@@ -66,8 +66,9 @@ namespace snmalloc
     // process leaves, the other half for thread stacks, libraries and files
     // mapped later (under `ulimit -v 1048576`: 384 MiB, and 79 threads of
     // 8 MiB stacks could start, 127 under glibc's malloc; taking what it
-    // could, 768 MiB, left room for 31).  errno is left as it was: the reservations that failed set
-    // it, and the malloc that called this succeeds.
+    // could, 768 MiB, left room for 31).  errno is left as it was: the
+    // reservations that failed set it, and the malloc that called this
+    // succeeds.
     bool init() noexcept
     {
       int saved_errno = errno;
