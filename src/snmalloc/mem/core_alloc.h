@@ -374,6 +374,15 @@ namespace snmalloc
       }
       else if (available_[sc].only(meta))
         return;
+      release_awake_slab(meta);
+    }
+
+    // An awake slab with every object back leaves its class's list and the
+    // allocator; its free list is read first, as the last chance to find an
+    // object freed twice or a link overwritten after a free.
+    void release_awake_slab(SlabMeta* meta)
+    {
+      sizeclass_t sc = meta->owner_sizeclass;
       meta->check_free_list(sizeclasses.capacity[sc] - meta->untouched);
       available_[sc].remove(meta);
       release_slab(meta);
@@ -557,11 +566,7 @@ namespace snmalloc
         {
           SlabMeta* next = s->next;
           if (s->all_free())
-          {
-            s->check_free_list(sizeclasses.capacity[sc] - s->untouched);
-            available_[sc].remove(s);
-            release_slab(s);
-          }
+            release_awake_slab(s);
           s = next;
         }
       }

@@ -172,14 +172,20 @@ namespace snmalloc
     // Address space with no access and no commit charge; nullptr on failure.
     static void* reserve(size_t size) noexcept
     {
-      void* p = ::mmap(
-        nullptr,
-        size,
-        PROT_NONE,
-        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-        -1,
-        0);
-      return p == MAP_FAILED ? nullptr : p;
+      return map_reserved(nullptr, size, 0);
+    }
+
+    // As reserve, at exactly `at`, if nothing is mapped there yet.
+    static void* reserve_at(uintptr_t at, size_t size) noexcept
+    {
+      void* wanted = reinterpret_cast<void*>(at);
+      void* p = map_reserved(wanted, size, MAP_FIXED_NOREPLACE);
+      if (p == wanted)
+        return p;
+      // A kernel before 4.17 takes the address as a hint only.
+      if (p != nullptr)
+        ::munmap(p, size);
+      return nullptr;
     }
 
     // Address space the process may still map under RLIMIT_AS: the limit
@@ -229,23 +235,9 @@ namespace snmalloc
       if ((at & (align - 1)) == 0)
         return p;
       ::munmap(p, size);
-      uintptr_t hints[] = {at & ~(align - 1), bits::align_up(at, align)};
-      for (uintptr_t hint : hints)
-      {
-        void* q = ::mmap(
-          reinterpret_cast<void*>(hint),
-          size,
-          PROT_NONE,
-          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-          -1,
-          0);
-        if (q == reinterpret_cast<void*>(hint))
-          return q;
-        // A kernel before 4.17 takes the address as a hint only.
-        if (q != MAP_FAILED)
-          ::munmap(q, size);
-      }
-      return nullptr;
+      if (void* below = reserve_at(at & ~(align - 1), size))
+        return below;
+      return reserve_at(bits::align_up(at, align), size);
     }
 
     // Readable, writable, lazily backed memory (used for the pagemap, which is
@@ -388,6 +380,15 @@ namespace snmalloc
 #elif defined(__aarch64__)
       __asm__ volatile("yield");
 #endif
+    }
+
+  private:
+    // Inaccessible, uncharged address space; `flags` adds to the mmap flags.
+    static void* map_reserved(void* hint, size_t size, int flags) noexcept
+    {
+      void* p = ::mmap(
+        hint, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags, -1, 0);
+      return p == MAP_FAILED ? nullptr : p;
     }
   };
 } // namespace snmalloc
