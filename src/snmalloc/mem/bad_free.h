@@ -12,8 +12,9 @@ namespace snmalloc
     Invalid, // not from this allocator, or in memory it no longer hands out
     DoubleFree, // already free
     Interior, // inside an object, not at its start
-    SizeMismatch, // sized delete with a size of another class
+    SizeMismatch, // sized delete or free_sized with a size of another class
     HeaderOverwritten, // a sampled object's header (see profile/samples/sample_list.h)
+    Misaligned, // free_aligned_sized of a pointer not at its alignment
   };
 
   [[noreturn]] SNMALLOC_SLOW_PATH inline void report_bad_free(BadFree kind, const void* p) noexcept
@@ -25,9 +26,11 @@ namespace snmalloc
       case BadFree::Interior:
         report_fatal_at("free(): interior pointer", p);
       case BadFree::SizeMismatch:
-        report_fatal_at("free(): size mismatch on sized delete of", p);
+        report_fatal_at("free(): size mismatch on sized free of", p);
       case BadFree::HeaderOverwritten:
         report_fatal_at("free(): overwritten heap header below", p);
+      case BadFree::Misaligned:
+        report_fatal_at("free(): alignment mismatch on free_aligned_sized of", p);
       case BadFree::Invalid:
         break;
     }

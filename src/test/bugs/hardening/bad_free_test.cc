@@ -372,12 +372,12 @@ TEST_CASE("sized delete with a size larger than the object", "[bad-free]")
   // thread that does not own it.
   void* large = ::operator new(LARGE);
   check_dies(
-    [large] { ::operator delete(large, 2 * LARGE); }, "size mismatch on sized delete of", large);
+    [large] { ::operator delete(large, 2 * LARGE); }, "size mismatch on sized free of", large);
   ::operator delete(large, LARGE);
   void* small = ::operator new(48);
   check_dies(
     [small] { std::thread([small] { ::operator delete(small, 4096); }).join(); },
-    "size mismatch on sized delete of",
+    "size mismatch on sized free of",
     small);
   ::operator delete(small, 48);
 }
@@ -414,14 +414,64 @@ TEST_CASE("sized delete with a size of another class, by the owning thread", "[b
           ::operator delete(hide(p), wrong);
           ::_exit(0);
         },
-        "size mismatch on sized delete of");
+        "size mismatch on sized free of");
     }
     ::operator delete(keep, size);
   }
   void* large = ::operator new(LARGE);
   check_dies(
-    [large] { ::operator delete(large, LARGE / 2); }, "size mismatch on sized delete of", large);
+    [large] { ::operator delete(large, LARGE / 2); }, "size mismatch on sized free of", large);
   ::operator delete(large, LARGE);
+}
+
+// C23's sized frees, which glibc 2.36's headers do not declare yet.
+extern "C" void free_sized(void* p, size_t size);
+extern "C" void free_aligned_sized(void* p, size_t align, size_t size);
+
+TEST_CASE("free_sized with a size larger than the object", "[bad-free]")
+{
+  // Off the fast path, as sized delete: a large block, and small ones
+  // freed by a thread that does not own them.
+  void* large = std::malloc(LARGE + 100);
+  check_dies([large] { free_sized(large, 2 * LARGE); }, "size mismatch on sized free of", large);
+  free_sized(large, LARGE + 100);
+  for (size_t size : {size_t(24), size_t(1000), size_t(20000)})
+  {
+    CAPTURE(size);
+    void* small = std::malloc(size);
+    check_dies(
+      [small, size] { std::thread([small, size] { free_sized(small, 4 * size); }).join(); },
+      "size mismatch on sized free of",
+      small);
+    std::thread([small, size] { free_sized(small, size); }).join();
+  }
+}
+
+TEST_CASE("free_aligned_sized of a pointer not at its alignment", "[bad-free]")
+{
+  // A pointer not from aligned_alloc(align, ...): whatever its object,
+  // the alignment it is freed with says it is another.  So is an
+  // alignment that is not a power of two.
+  void* small = std::malloc(48);
+  size_t align = 64;
+  while (reinterpret_cast<uintptr_t>(small) % align == 0)
+    align *= 2;
+  check_dies(
+    [small, align] { free_aligned_sized(small, align, 48); },
+    "alignment mismatch on free_aligned_sized of",
+    small);
+  void* large = aligned_alloc(4096, LARGE);
+  void* inside = offset(large, 4096 + 64);
+  check_dies(
+    [inside] { free_aligned_sized(inside, 4096, LARGE); },
+    "alignment mismatch on free_aligned_sized of",
+    inside);
+  check_dies(
+    [large] { free_aligned_sized(large, 4096 + 2048, LARGE); },
+    "alignment mismatch on free_aligned_sized of",
+    large);
+  free_aligned_sized(large, 4096, LARGE);
+  free_aligned_sized(small, 16, 48);
 }
 
 TEST_CASE("sized delete at an interior pointer names the interior pointer", "[bad-free]")

@@ -195,7 +195,7 @@ TEST_CASE("calloc's objects are zero after objects of the size were filled and f
 TEST_CASE("a sized delete with a smaller class's size", "[checks]")
 {
   void* p = ::operator new(4096);
-  check_dies([p] { ::operator delete(p, 2048); }, "size mismatch on sized delete of", p);
+  check_dies([p] { ::operator delete(p, 2048); }, "size mismatch on sized free of", p);
   ::operator delete(p, 4096);
 }
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <malloc.h>
 #include <snmalloc/snmalloc.h>
 #include <snmalloc/snmalloc_stats.h>
 #include <thread>
@@ -138,6 +139,80 @@ TEST_CASE("stats-threads-and-cross-thread-frees")
     w.join();
   mine.clear();
   CHECK(live_objects() - before <= int64_t((threads + 1) * capacity));
+}
+
+// C23's sized frees, which glibc 2.36's headers do not declare yet.
+extern "C" void free_sized(void* p, size_t size);
+extern "C" void free_aligned_sized(void* p, size_t align, size_t size);
+
+TEST_CASE("stats-sized-frees-free-what-they-are-given")
+{
+  // Small objects of one class, each freed with the size it was asked
+  // with, by this thread (the fast path) and by others (the slow path,
+  // which checks the size); some at an alignment the class already has.
+  const size_t n = 3000;
+  int64_t before = live_objects();
+  std::vector<void*> mine;
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < n; i++)
+  {
+    size_t size = class_size - (i * 37) % (class_size - SIZE + 1);
+    size_t align = size_t(16) << (i % 3);
+    mine.push_back(i % 2 == 0 ? std::malloc(size) : aligned_alloc(align, size));
+    sizes.push_back(size);
+    escape(mine.back());
+  }
+  // One that realloc shrank in place: its object is larger than the size
+  // it is freed with, which is no error.
+  const size_t shrunk_size = class_size / 2 + 8;
+  mine.push_back(std::realloc(std::malloc(class_size), shrunk_size));
+  sizes.push_back(shrunk_size);
+  for (void* p : mine)
+    REQUIRE(malloc_usable_size(p) == class_size);
+  CHECK(live_objects() - before >= int64_t(n));
+  std::vector<std::thread> freers;
+  for (size_t t = 0; t < 3; t++)
+    freers.emplace_back([&, t] {
+      for (size_t i = t; i < mine.size(); i += 4)
+      {
+        if (i % 2 == 0)
+          free_sized(mine[i], sizes[i]);
+        else
+          free_aligned_sized(mine[i], size_t(16) << (i % 3), sizes[i]);
+      }
+    });
+  for (size_t i = 3; i < mine.size(); i += 4)
+    i % 2 == 0 ? free_sized(mine[i], sizes[i]) :
+                 free_aligned_sized(mine[i], size_t(16) << (i % 3), sizes[i]);
+  for (auto& f : freers)
+    f.join();
+  CHECK(live_objects() - before <= int64_t(4 * capacity));
+
+  // Large runs, counted exactly: every byte given back, at alignments up
+  // to 1 MiB.
+  snmalloc::Stats s0 = snmalloc::stats();
+  struct Held
+  {
+    void* p;
+    size_t align, size;
+  };
+  std::vector<Held> large;
+  for (size_t align : {size_t(16), size_t(4096), size_t(65536), size_t(1) << 20})
+    for (size_t size : {size_t(70000), size_t(300001), size_t(3) << 20})
+    {
+      large.push_back({aligned_alloc(align, size), align, size});
+      REQUIRE(large.back().p != nullptr);
+      CHECK(reinterpret_cast<uintptr_t>(large.back().p) % align == 0);
+    }
+  snmalloc::Stats s1 = snmalloc::stats();
+  CHECK(s1.large_runs - s0.large_runs == large.size());
+  for (const Held& h : large)
+    free_aligned_sized(h.p, h.align, h.size);
+  free_sized(nullptr, 100);
+  free_aligned_sized(nullptr, 64, 100);
+  snmalloc::Stats s2 = snmalloc::stats();
+  CHECK(s2.large_runs == s0.large_runs);
+  CHECK(s2.large_live_bytes == s0.large_live_bytes);
 }
 
 TEST_CASE("stats-c-api")

@@ -1,0 +1,59 @@
+/* Run with a shim preloaded: C23's free_sized and free_aligned_sized are
+   the shim's (a C library's would pass the shim's objects to its own
+   free) and free what they are given.  Found with dlsym, as the C library
+   of the build machine may not declare them. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*free_sized_fn)(void*, size_t);
+typedef void (*free_aligned_sized_fn)(void*, size_t, size_t);
+
+static void* shim_function(const char* name)
+{
+  void* f = dlsym(RTLD_DEFAULT, name);
+  Dl_info info;
+  if (f == NULL || dladdr(f, &info) == 0 || strstr(info.dli_fname, "snmallocshim") == NULL)
+  {
+    fprintf(stderr, "FAIL: %s is not the preloaded shim's\n", name);
+    exit(1);
+  }
+  return f;
+}
+
+int main(void)
+{
+  free_sized_fn free_sized = (free_sized_fn)shim_function("free_sized");
+  free_aligned_sized_fn free_aligned_sized =
+    (free_aligned_sized_fn)shim_function("free_aligned_sized");
+  size_t before = mallinfo2().uordblks + mallinfo2().hblkhd;
+  /* Enough that a leak of either would be gigabytes. */
+  static const size_t sizes[] = {24, 1000, 20000, 100000, 1 << 21};
+  for (int round = 0; round < 20000; round++)
+  {
+    size_t size = sizes[round % 5];
+    void* p = malloc(size);
+    memset(p, round, size);
+    free_sized(p, size);
+    size_t align = (size_t)64 << (round % 7);
+    void* q = aligned_alloc(align, size);
+    if (q == NULL || (size_t)q % align != 0)
+    {
+      fprintf(stderr, "FAIL: aligned_alloc(%zu, %zu)\n", align, size);
+      return 1;
+    }
+    memset(q, round, size);
+    free_aligned_sized(q, align, size);
+  }
+  free_sized(NULL, 8);
+  size_t after = mallinfo2().uordblks + mallinfo2().hblkhd;
+  if (after > before + (1 << 20))
+  {
+    fprintf(stderr, "FAIL: %zu bytes in use after the frees, %zu before\n", after, before);
+    return 1;
+  }
+  return 0;
+}
