@@ -2,11 +2,12 @@
 // Layer override: glibc's own functions about its heap, answered for this
 // one.  Left to glibc, they describe its heap, which holds nothing under
 // the shim (its mallinfo2 reads zeros with 8 MiB live in ours), and its
-// malloc_trim gives back nothing of ours.  (mallopt and malloc_info are
-// left to glibc: no setting of ours is made that way.)
+// malloc_trim gives back nothing of ours.  (mallopt is left to glibc: no
+// setting of ours is made that way.)
 
 #include "../global/global.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <malloc.h>
@@ -27,9 +28,8 @@ namespace snmalloc::detail
   // or free (fordblks), so that uordblks + hblkhd is what is live.  The
   // checks build's guard pages around large runs count as free: they are
   // never resident.
-  inline GlibcHeapInfo glibc_heap_info()
+  inline GlibcHeapInfo glibc_heap_info(const Stats& s)
   {
-    Stats s = stats();
     GlibcHeapInfo info{};
     info.hblks = s.large_runs;
     info.hblkhd = s.large_live_bytes;
@@ -51,7 +51,7 @@ extern "C"
 #  if __GLIBC_PREREQ(2, 33)
   SNMALLOC_EXPORT struct mallinfo2 mallinfo2(void)
   {
-    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info();
+    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info(snmalloc::stats());
     struct mallinfo2 info{};
     info.arena = i.arena;
     info.hblks = i.hblks;
@@ -66,7 +66,7 @@ extern "C"
   SNMALLOC_EXPORT struct mallinfo mallinfo(void)
   {
     using snmalloc::detail::saturated_int;
-    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info();
+    snmalloc::detail::GlibcHeapInfo i = snmalloc::detail::glibc_heap_info(snmalloc::stats());
     struct mallinfo info{};
     info.arena = saturated_int(i.arena);
     info.hblks = saturated_int(i.hblks);
@@ -82,6 +82,70 @@ extern "C"
   SNMALLOC_EXPORT int malloc_trim(size_t)
   {
     return snmalloc::trim() > 0 ? 1 : 0;
+  }
+
+  // glibc's XML report, of this heap, in glibc's elements: as its free
+  // chunks by size, each small class's free objects (in its slabs; those
+  // in threads' fast lists and not yet handled remote frees count as live,
+  // as in the statistics); large runs as its mmapped chunks; the rest of
+  // the heap as its arena (the statistics keep no peak of it, so `max` is
+  // the current size).  Any `options` but 0 is EINVAL, as glibc's.
+  SNMALLOC_EXPORT int malloc_info(int options, FILE* fp)
+  {
+    if (options != 0)
+      return EINVAL;
+    using ull = unsigned long long;
+    snmalloc::Stats s = snmalloc::stats();
+    snmalloc::detail::GlibcHeapInfo heap = snmalloc::detail::glibc_heap_info(s);
+    std::fputs("<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", fp);
+    ull free_count = 0, free_bytes = 0, from = 1;
+    for (snmalloc::sizeclass_t sc = 0; sc < snmalloc::NUM_SMALL_CLASSES; sc++)
+    {
+      const snmalloc_sizeclass_stats& c = s.sizeclasses[sc];
+      ull objects = c.slabs * snmalloc::sizeclasses.capacity[sc];
+      if (objects > c.live_objects)
+      {
+        ull n = objects - c.live_objects;
+        std::fprintf(
+          fp,
+          "  <size from=\"%llu\" to=\"%llu\" total=\"%llu\" count=\"%llu\"/>\n",
+          from,
+          ull(c.object_size),
+          n * c.object_size,
+          n);
+        free_count += n;
+        free_bytes += n * c.object_size;
+      }
+      from = c.object_size + 1;
+    }
+    char totals[256];
+    std::snprintf(
+      totals,
+      sizeof(totals),
+      "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+      "<total type=\"rest\" count=\"%llu\" size=\"%llu\"/>\n",
+      free_count,
+      free_bytes);
+    char system[256];
+    std::snprintf(
+      system,
+      sizeof(system),
+      "<system type=\"current\" size=\"%llu\"/>\n<system type=\"max\" size=\"%llu\"/>\n"
+      "<aspace type=\"total\" size=\"%llu\"/>\n<aspace type=\"mprotect\" size=\"%llu\"/>\n",
+      ull(heap.arena),
+      ull(heap.arena),
+      ull(heap.arena),
+      ull(heap.arena));
+    std::fprintf(
+      fp,
+      "</sizes>\n%s%s</heap>\n%s<total type=\"mmap\" count=\"%llu\" size=\"%llu\"/>\n%s</malloc>\n",
+      totals,
+      system,
+      totals,
+      ull(heap.hblks),
+      ull(heap.hblkhd),
+      system);
+    return 0;
   }
 
   // The statistics on stderr, as glibc's prints its own there; one write,

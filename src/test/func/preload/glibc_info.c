@@ -1,5 +1,6 @@
 /* Run with a shim preloaded: glibc's functions about the heap must answer
    for the shim's heap, not glibc's own (which holds nothing then). */
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,80 @@ static int fail(const char* what, size_t got, size_t want)
   return 1;
 }
 
+/* malloc_info's report, whole, in `text`; its length, 0 on failure. */
+static size_t malloc_info_text(char* text, size_t capacity)
+{
+  FILE* f = tmpfile();
+  if (f == NULL || malloc_info(0, f) != 0)
+    return 0;
+  rewind(f);
+  size_t n = fread(text, 1, capacity - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  return n;
+}
+
+/* The count and size of the first element of the report that starts with
+   `start`; 0 if there is none. */
+static size_t info_count(const char* text, const char* start, size_t* size)
+{
+  const char* at = strstr(text, start);
+  unsigned long long count = 0, bytes = 0;
+  if (at == NULL || sscanf(at + strlen(start), "%llu\" %*[a-z]=\"%llu", &count, &bytes) != 2)
+    return 0;
+  *size = (size_t)bytes;
+  return (size_t)count;
+}
+
+/* malloc_info with `held` small objects, every other one freed, and an
+   8 MiB block live. */
+static int check_malloc_info(void* held[], int count, size_t size)
+{
+  static char text[1 << 16];
+  if (malloc_info_text(text, sizeof(text)) == 0)
+    return fail("malloc_info(0, tmpfile())", 0, 1);
+  size_t len = strlen(text);
+  const char* last = "</malloc>\n";
+  if (strncmp(text, "<malloc version=\"1\">\n", 21) != 0 ||
+      len < strlen(last) || strcmp(text + len - strlen(last), last) != 0)
+  {
+    fprintf(stderr, "FAIL: malloc_info's report is not one <malloc> element:\n%s", text);
+    return 1;
+  }
+  size_t mmapped = 0;
+  if (info_count(text, "<total type=\"mmap\" count=\"", &mmapped) < 1 || mmapped < (8 << 20))
+    return fail("malloc_info's mmapped bytes", mmapped, 8 << 20);
+  /* The freed half is free objects of the class that holds `size`; its
+     element's `to` is that class's size. */
+  for (int i = 0; i < count; i += 2)
+    free(held[i]);
+  if (malloc_info_text(text, sizeof(text)) == 0)
+    return fail("malloc_info(0, tmpfile()) again", 0, 1);
+  /* The class's size, from two held objects that agree (a sampled one has
+     a usable size of its own). */
+  size_t class_size = malloc_usable_size(held[1]);
+  if (class_size != malloc_usable_size(held[3]))
+    class_size = malloc_usable_size(held[5]);
+  char element[64];
+  snprintf(element, sizeof(element), "to=\"%zu\" total=\"", class_size);
+  const char* at = strstr(text, element);
+  unsigned long long total = 0, objects = 0;
+  if (at == NULL || sscanf(at + strlen(element), "%llu\" count=\"%llu", &total, &objects) != 2)
+  {
+    fprintf(stderr, "FAIL: no free objects of %zu bytes in malloc_info's report:\n%s", size, text);
+    return 1;
+  }
+  /* Less the few the profiling shim sampled (about 8 at its 512 KiB),
+     which live apart. */
+  if (objects < (size_t)count * 3 / 8 || total != objects * class_size)
+    return fail("free objects of the freed class in malloc_info", (size_t)objects, count * 3 / 8);
+  for (int i = 0; i < count; i += 2)
+    held[i] = malloc(size);
+  if (malloc_info(1, stdout) != EINVAL)
+    return fail("malloc_info(1, ...) is EINVAL", 0, EINVAL);
+  return 0;
+}
+
 int main(void)
 {
   enum { COUNT = 4000, SIZE = 2000 };
@@ -39,6 +114,8 @@ int main(void)
     return fail("mallinfo2().uordblks", info.uordblks, small);
   if (info.hblkhd < (8 << 20) || info.hblks < 1)
     return fail("mallinfo2().hblkhd", info.hblkhd, 8 << 20);
+  if (check_malloc_info(held, COUNT, SIZE) != 0)
+    return 1;
   /* Freed, its pages stay until their decay (the checks shim's quarantine
      keeps them too), or malloc_trim. */
   size_t touched = resident_bytes();
