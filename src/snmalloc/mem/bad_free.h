@@ -12,7 +12,7 @@ namespace snmalloc
     Invalid, // not from this allocator, or in memory it no longer hands out
     DoubleFree, // already free
     Interior, // inside an object, not at its start
-    SizeMismatch, // sized delete or free_sized with a size of another class
+    SizeMismatch, // a sized free's size: another class (delete), or larger than the object
     HeaderOverwritten, // a sampled object's header (see profile/samples/sample_list.h)
     Misaligned, // free_aligned_sized of a pointer not at its alignment
   };

@@ -46,23 +46,27 @@ extern "C"
   }
 
   // C23's sized frees.  `size` is the one asked of malloc, calloc or
-  // realloc, checked as sized delete's is: off the fast path, an object
-  // smaller than `size` stops the program (a realloc that shrank in place
-  // leaves a larger object, so larger is no error).  Defined here even
-  // where the C library has them, as every free must be: the C library's
-  // would hand this allocator's objects to its own free.
+  // realloc; an object smaller than it stops the program (checked off the
+  // fast path, on every path in the checks build, as the aligned sized
+  // deletes are).  A larger object is no error: a realloc that shrank in
+  // place leaves one.  Defined here even where the C library has them, as
+  // every free must be: the C library's would hand this allocator's
+  // objects to its own free.
   SNMALLOC_EXPORT void free_sized(void* p, size_t size)
   {
     snmalloc::dealloc(p, size);
   }
 
   // And an object of aligned_alloc(align, size): at a multiple of `align`,
-  // else it is not the object that call returned.
+  // a power of two, else it is not the object that call returned.  A null
+  // pointer is freed as free's is, whatever the alignment (aligned_alloc
+  // returns null for a bad one).
   SNMALLOC_EXPORT void free_aligned_sized(void* p, size_t align, size_t size)
   {
     if (SNMALLOC_UNLIKELY(
-          !snmalloc::detail::valid_alignment(align) ||
-          (reinterpret_cast<uintptr_t>(p) & (align - 1)) != 0))
+          p != nullptr &&
+          (!snmalloc::detail::valid_alignment(align) ||
+           (reinterpret_cast<uintptr_t>(p) & (align - 1)) != 0)))
       snmalloc::report_bad_free(snmalloc::BadFree::Misaligned, p);
     snmalloc::dealloc(p, size);
   }

@@ -87,9 +87,11 @@ extern "C"
   // glibc's XML report, of this heap, in glibc's elements: as its free
   // chunks by size, each small class's free objects (in its slabs; those
   // in threads' fast lists and not yet handled remote frees count as live,
-  // as in the statistics); large runs as its mmapped chunks; the rest of
-  // the heap as its arena (the statistics keep no peak of it, so `max` is
-  // the current size).  Any `options` but 0 is EINVAL, as glibc's.
+  // as in the statistics), their sum its `rest`; large runs as its
+  // mmapped chunks; the rest of the heap as its arena (the statistics keep
+  // no peak of it, so `max` is the current size).  Free chunks still
+  // resident are in the arena's size but in no free total (mallinfo2
+  // counts them in fordblks).  Any `options` but 0 is EINVAL, as glibc's.
   SNMALLOC_EXPORT int malloc_info(int options, FILE* fp)
   {
     if (options != 0)

@@ -13,6 +13,11 @@
 // object out of the static archive, so malloc and friends are ours.
 extern "C" const char* snmalloc_identity(void);
 
+// C23's sized frees, which the shim defines and glibc 2.36's headers do not
+// declare yet.
+extern "C" void free_sized(void* p, size_t size);
+extern "C" void free_aligned_sized(void* p, size_t align, size_t size);
+
 namespace snmalloc_test
 {
   // Hides a size from the optimiser so calls like malloc(SIZE_MAX) are

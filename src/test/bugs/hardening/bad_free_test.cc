@@ -1,6 +1,7 @@
 // Every free the allocator can prove wrong stops the program with one line
 // naming the kind and the pointer, then abort() (SIGABRT): never a segfault,
 // never a silent corruption.  Each case runs in a forked child.
+#include "support/alloc_checks.h"
 #include "support/death.h"
 
 #include <catch2/catch.hpp>
@@ -423,10 +424,6 @@ TEST_CASE("sized delete with a size of another class, by the owning thread", "[b
     [large] { ::operator delete(large, LARGE / 2); }, "size mismatch on sized free of", large);
   ::operator delete(large, LARGE);
 }
-
-// C23's sized frees, which glibc 2.36's headers do not declare yet.
-extern "C" void free_sized(void* p, size_t size);
-extern "C" void free_aligned_sized(void* p, size_t align, size_t size);
 
 TEST_CASE("free_sized with a size larger than the object", "[bad-free]")
 {

@@ -141,10 +141,6 @@ TEST_CASE("stats-threads-and-cross-thread-frees")
   CHECK(live_objects() - before <= int64_t((threads + 1) * capacity));
 }
 
-// C23's sized frees, which glibc 2.36's headers do not declare yet.
-extern "C" void free_sized(void* p, size_t size);
-extern "C" void free_aligned_sized(void* p, size_t align, size_t size);
-
 TEST_CASE("stats-sized-frees-free-what-they-are-given")
 {
   // Small objects of one class, each freed with the size it was asked
@@ -208,8 +204,11 @@ TEST_CASE("stats-sized-frees-free-what-they-are-given")
   CHECK(s1.large_runs - s0.large_runs == large.size());
   for (const Held& h : large)
     free_aligned_sized(h.p, h.align, h.size);
+  // A null pointer is free(NULL), whatever the size and alignment.
   free_sized(nullptr, 100);
   free_aligned_sized(nullptr, 64, 100);
+  free_aligned_sized(nullptr, 24, 100);
+  free_aligned_sized(nullptr, 0, 0);
   snmalloc::Stats s2 = snmalloc::stats();
   CHECK(s2.large_runs == s0.large_runs);
   CHECK(s2.large_live_bytes == s0.large_live_bytes);
