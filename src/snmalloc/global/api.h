@@ -303,13 +303,32 @@ namespace snmalloc
     dealloc_slow(p, entry_in_arena(p));
   }
 
-  // Sized free (operator delete): the fast path ignores the size, the
-  // pagemap knows it; off the fast path it is checked.
+  // A sized free of an object in another allocator's slab whose size
+  // `fits` it, by the slab fields other threads read (on the line the
+  // remote free reads anyway): freed as free frees it.  Anything else is
+  // left to dealloc_sized_slow, which checks and names it.  Through the
+  // slow path's lookups, a remote delete(p, size) cost 69 instructions
+  // more than a remote free (callgrind, 48-byte objects freed by another
+  // thread).
+  template<typename Fits>
+  SNMALLOC_FAST_PATH bool dealloc_remote_if(void* p, uintptr_t owner, uintptr_t meta, Fits fits)
+  {
+    if (is_tag(owner) || owner == 0 || !fits(reinterpret_cast<const SlabMeta*>(meta)))
+      return false;
+    dealloc_not_mine(p, owner, meta);
+    return true;
+  }
+
+  // Sized free (free_sized, the aligned deletes): the object must be at
+  // least `size` bytes, checked off the fast path (on every path in the
+  // checks build); this thread's objects' fast path ignores the size.
   SNMALLOC_FAST_PATH void dealloc(void* p, size_t size)
   {
-    if constexpr (config::checks)
-      dealloc_sized_slow(p, size); // the size is checked on every path
-    else if (!dealloc_fast(p))
+    auto fits = [size](const SlabMeta* meta) { return size <= meta->object_size; };
+    auto remote = [p, fits](uintptr_t meta, uintptr_t owner) {
+      return dealloc_remote_if(p, owner, meta, fits);
+    };
+    if (config::checks || !dealloc_fast(p, AnyClass{}, remote))
       dealloc_sized_slow(p, size);
   }
 
@@ -322,7 +341,10 @@ namespace snmalloc
   SNMALLOC_FAST_PATH void dealloc_as_allocated(void* p, size_t size, bool (*new_is_ours)() noexcept)
   {
     auto of_size = [size](const SlabMeta* meta) { return meta->holds_size(size); };
-    if (config::checks || !dealloc_fast(p, of_size))
+    auto remote = [p, of_size](uintptr_t meta, uintptr_t owner) {
+      return dealloc_remote_if(p, owner, meta, of_size);
+    };
+    if (config::checks || !dealloc_fast(p, of_size, remote))
       dealloc_sized_slow(p, size, new_is_ours);
   }
 

@@ -5,7 +5,9 @@
 //
 // --threads N runs N/2 producers and N - N/2 consumers (at least one
 // each).  One operation = one block allocated by a producer and freed by a
-// consumer.
+// consumer.  Built as perf-producer-consumer-delete (PERF_SIZED_DELETE),
+// the blocks are a C++ program's: operator new, and the consumer's delete
+// passes the size, as compilers do for a complete type.
 #include "block_stamp.h"
 #include "fast_random.h"
 #include "harness.h"
@@ -14,6 +16,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -82,6 +85,32 @@ namespace
   };
 
   // Sizes 16..511: each power-of-two band equally likely, so skewed to small.
+#ifdef PERF_SIZED_DELETE
+  constexpr const char* workload = "producer-consumer-delete";
+
+  void* allocate(size_t size)
+  {
+    return ::operator new(size);
+  }
+
+  void release(void* address, size_t size)
+  {
+    ::operator delete(address, size);
+  }
+#else
+  constexpr const char* workload = "producer-consumer";
+
+  void* allocate(size_t size)
+  {
+    return std::malloc(size);
+  }
+
+  void release(void* address, size_t)
+  {
+    std::free(address);
+  }
+#endif
+
   size_t message_size(bench::FastRandom& random)
   {
     size_t low = size_t{16} << random.below(5);
@@ -95,9 +124,9 @@ namespace
     for (uint64_t i = 0; i < blocks; i++)
     {
       size_t size = message_size(random);
-      void* address = std::malloc(size);
+      void* address = allocate(size);
       if (address == nullptr)
-        bench::fail("producer-consumer: malloc(%zu) returned null", size);
+        bench::fail("%s: allocation of %zu bytes returned null", workload, size);
       bench::stamp_block(address, size);
       batch.blocks[batch.count++] = Block{address, size};
       if (batch.count == batch_length || i + 1 == blocks)
@@ -116,8 +145,8 @@ namespace
     {
       for (size_t i = 0; i < batch.count; i++)
       {
-        bench::verify_block(batch.blocks[i].address, batch.blocks[i].size, "producer-consumer");
-        std::free(batch.blocks[i].address);
+        bench::verify_block(batch.blocks[i].address, batch.blocks[i].size, workload);
+        release(batch.blocks[i].address, batch.blocks[i].size);
       }
     }
   }
@@ -141,6 +170,6 @@ int main(int argc, char** argv)
     thread.join();
   bench::Elapsed elapsed = stopwatch.elapsed();
 
-  bench::report("producer-consumer", producers + consumers, per_producer * producers, elapsed);
+  bench::report(workload, producers + consumers, per_producer * producers, elapsed);
   return 0;
 }

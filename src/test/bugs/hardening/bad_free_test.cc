@@ -425,6 +425,26 @@ TEST_CASE("sized delete with a size of another class, by the owning thread", "[b
   ::operator delete(large, LARGE);
 }
 
+TEST_CASE("sized delete with a size of another class, by another thread", "[bad-free]")
+{
+  // Another thread's delete takes the remote free only when the size's
+  // class is the object's: a smaller one of another class is named too.
+  for (size_t size : {size_t(48), size_t(4096), size_t(20000)})
+  {
+    CAPTURE(size);
+    void* p = ::operator new(size);
+    for (size_t wrong : {size / 2, size * 2})
+    {
+      CAPTURE(wrong);
+      check_dies(
+        [p, wrong] { std::thread([p, wrong] { ::operator delete(p, wrong); }).join(); },
+        "size mismatch on sized free of",
+        p);
+    }
+    std::thread([p, size] { ::operator delete(p, size); }).join();
+  }
+}
+
 TEST_CASE("free_sized with a size larger than the object", "[bad-free]")
 {
   // Off the fast path, as sized delete: a large block, and small ones

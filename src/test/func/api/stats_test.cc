@@ -184,6 +184,23 @@ TEST_CASE("stats-sized-frees-free-what-they-are-given")
     f.join();
   CHECK(live_objects() - before <= int64_t(4 * capacity));
 
+  // operator new's objects, deleted with their size by other threads (the
+  // remote free the size's class lets through) and by this one.
+  std::vector<void*> objects;
+  for (size_t i = 0; i < n; i++)
+    objects.push_back(::operator new(sizes[i]));
+  CHECK(live_objects() - before >= int64_t(n));
+  for (size_t t = 0; t < 3; t++)
+    freers[t] = std::thread([&, t] {
+      for (size_t i = t; i < n; i += 4)
+        ::operator delete(objects[i], sizes[i]);
+    });
+  for (size_t i = 3; i < n; i += 4)
+    ::operator delete(objects[i], sizes[i]);
+  for (auto& f : freers)
+    f.join();
+  CHECK(live_objects() - before <= int64_t(4 * capacity));
+
   // Large runs, counted exactly: every byte given back, at alignments up
   // to 1 MiB.
   snmalloc::Stats s0 = snmalloc::stats();
