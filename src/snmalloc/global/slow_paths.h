@@ -277,10 +277,11 @@ namespace snmalloc
     return pagemap.contains(p) ? &pagemap.entry_of(p) : nullptr;
   }
 
-  // A sized free's or realloc's pointer that its fast path did not free;
-  // `entry` is its pagemap entry (entry_in_arena).  The cases but a remote
-  // free are out of line, for the reason dealloc_elsewhere gives.  (The
-  // unsized free goes to dealloc_outside_arena or dealloc_not_mine.)
+  // A sized free's or realloc's pointer that its fast path did not free
+  // (a sized free of another thread's object whose size fits its slab
+  // takes dealloc_not_mine, as the unsized free does); `entry` is its
+  // pagemap entry (entry_in_arena).  The cases but a remote free are out
+  // of line, for the reason dealloc_elsewhere gives.
   SNMALLOC_SLOW_PATH inline void dealloc_slow(void* p, const PagemapEntry* entry) noexcept
   {
     if (SNMALLOC_UNLIKELY(entry == nullptr))

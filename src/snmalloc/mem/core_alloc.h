@@ -24,7 +24,8 @@
 //   dealloc(p)                          FAST: owner == this thread: slab push
 //     -> slab_needs_attention           push made `needed` zero: wake/release
 //     -> dealloc_not_mine(p, owner, meta) not ours, with the entry read
-//        (dealloc_slow(p, entry): the sized frees' and realloc's):
+//        (a sized free's too, its size fitting; the others and realloc's
+//        through dealloc_slow(p, entry)):
 //        -> dealloc_remote              other allocator: batch (inline,
 //                                       tail calls only), post when full
 //        -> dealloc_not_in_slab         large_run::dealloc /

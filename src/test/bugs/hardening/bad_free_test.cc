@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
+#include <malloc.h>
 #include <snmalloc/snmalloc.h>
 #include <thread>
 #include <vector>
@@ -428,20 +429,32 @@ TEST_CASE("sized delete with a size of another class, by the owning thread", "[b
 TEST_CASE("sized delete with a size of another class, by another thread", "[bad-free]")
 {
   // Another thread's delete takes the remote free only when the size's
-  // class is the object's: a smaller one of another class is named too.
-  for (size_t size : {size_t(48), size_t(4096), size_t(20000)})
+  // class is the object's: a smaller one of another class is named too,
+  // the next class's smallest and the class below's largest included.
+  // The thread allocates first, so that it has an allocator of its own
+  // (one without takes another path).
+  for (size_t size : {size_t(48), size_t(4096), size_t(20480)})
   {
     CAPTURE(size);
     void* p = ::operator new(size);
-    for (size_t wrong : {size / 2, size * 2})
+    size_t below = snmalloc::sizeclass_to_size(snmalloc::size_to_sizeclass(size) - 1);
+    for (size_t wrong : {size / 2, below, size + 1, size * 2})
     {
       CAPTURE(wrong);
       check_dies(
-        [p, wrong] { std::thread([p, wrong] { ::operator delete(p, wrong); }).join(); },
+        [p, wrong] {
+          std::thread([p, wrong] {
+            std::free(std::malloc(1));
+            ::operator delete(p, wrong);
+          }).join();
+        },
         "size mismatch on sized free of",
         p);
     }
-    std::thread([p, size] { ::operator delete(p, size); }).join();
+    std::thread([p, size] {
+      std::free(std::malloc(1));
+      ::operator delete(p, size);
+    }).join();
   }
 }
 
@@ -456,11 +469,25 @@ TEST_CASE("free_sized with a size larger than the object", "[bad-free]")
   {
     CAPTURE(size);
     void* small = std::malloc(size);
-    check_dies(
-      [small, size] { std::thread([small, size] { free_sized(small, 4 * size); }).join(); },
-      "size mismatch on sized free of",
-      small);
-    std::thread([small, size] { free_sized(small, size); }).join();
+    size_t usable = malloc_usable_size(small);
+    for (size_t wrong : {usable + 1, 4 * size})
+    {
+      CAPTURE(wrong);
+      check_dies(
+        [small, wrong] {
+          std::thread([small, wrong] {
+            std::free(std::malloc(1));
+            free_sized(small, wrong);
+          }).join();
+        },
+        "size mismatch on sized free of",
+        small);
+    }
+    // The whole object is no error (realloc may have shrunk it in place).
+    std::thread([small, usable] {
+      std::free(std::malloc(1));
+      free_sized(small, usable);
+    }).join();
   }
 }
 

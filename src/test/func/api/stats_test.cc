@@ -144,8 +144,9 @@ TEST_CASE("stats-threads-and-cross-thread-frees")
 TEST_CASE("stats-sized-frees-free-what-they-are-given")
 {
   // Small objects of one class, each freed with the size it was asked
-  // with, by this thread (the fast path) and by others (the slow path,
-  // which checks the size); some at an alignment the class already has.
+  // with, by this thread (the fast path) and by others (the remote free,
+  // the size checked against the slab); some at an alignment the class
+  // already has.
   const size_t n = 3000;
   int64_t before = live_objects();
   std::vector<void*> mine;
