@@ -84,7 +84,6 @@ namespace
     }
   };
 
-  // Sizes 16..511: each power-of-two band equally likely, so skewed to small.
 #ifdef PERF_SIZED_DELETE
   constexpr const char* workload = "producer-consumer-delete";
 
@@ -111,6 +110,7 @@ namespace
   }
 #endif
 
+  // Sizes 16..511: each power-of-two band equally likely, so skewed to small.
   size_t message_size(bench::FastRandom& random)
   {
     size_t low = size_t{16} << random.below(5);

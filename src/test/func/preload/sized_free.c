@@ -24,12 +24,19 @@ static void* shim_function(const char* name)
   return f;
 }
 
+/* Bytes of small objects and large runs in use, as the shim counts them. */
+static size_t in_use(void)
+{
+  struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
 int main(void)
 {
   free_sized_fn free_sized = (free_sized_fn)shim_function("free_sized");
   free_aligned_sized_fn free_aligned_sized =
     (free_aligned_sized_fn)shim_function("free_aligned_sized");
-  size_t before = mallinfo2().uordblks + mallinfo2().hblkhd;
+  size_t before = in_use();
   /* Enough that a leak of either would be gigabytes. */
   static const size_t sizes[] = {24, 1000, 20000, 100000, 1 << 21};
   for (int round = 0; round < 20000; round++)
@@ -49,7 +56,7 @@ int main(void)
     free_aligned_sized(q, align, size);
   }
   free_sized(NULL, 8);
-  size_t after = mallinfo2().uordblks + mallinfo2().hblkhd;
+  size_t after = in_use();
   if (after > before + (1 << 20))
   {
     fprintf(stderr, "FAIL: %zu bytes in use after the frees, %zu before\n", after, before);
