@@ -129,7 +129,7 @@ aarch64_left_out=(
   'func-profile-unwind(-nofp)?:(the cached stack walk|a stack deeper)'
   # fork() while threads run: qemu 7.2 aborts on its own assertion
   # (cpu_exec: cpu == current_cpu) in the child.
-  'func-profile-fork:fork while threads allocate'
+  'func-profile-fork:fork while threads allocate' 'func-decay-stress$'
   # qemu 7.2 maps no vDSO into an aarch64 guest.
   'unit-symbolize:functions of the vDSO'
   # Statistical: a live set near 1 GiB sampled for minutes of emulated time;

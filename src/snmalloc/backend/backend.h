@@ -3,7 +3,12 @@
 // allocations and the profile pool, metadata memory, and giving memory back.
 //
 // One global lock guards the buddy allocator.  Frontends come here only on
-// slab creation and release and for large allocations, all slow paths.
+// slab creation and release and for large allocations, all slow paths.  Pages
+// go back to the OS outside it: a decay takes its blocks off the free lists
+// under the lock, returns their pages without it, and puts them back under
+// it again (finish_decay), so that no thread waits on another's madvise
+// (with the lock held, a decay of everything stalled perf-decay-stall's
+// other thread 18-25 ms).
 
 #include "buddy.h"
 #include "quarantine.h"
@@ -28,6 +33,9 @@ namespace snmalloc
     // overstate it (a freed block merged with a clean buddy is flagged
     // dirty whole), so the hard limit is judged on this instead.
     size_t free_resident_ = 0;
+    // Decays between their first step and their last (finish_decay): a
+    // fork waits for them, so that the child finds their blocks free.
+    size_t decaying_ = 0;
     // Chunks handed out (runs and metadata blocks), for the statistics.
     size_t in_use_bytes_ = 0;
     size_t meta_bytes_ = 0;
@@ -39,26 +47,64 @@ namespace snmalloc
     }
 
     // Freed memory is returned to the OS once it has stayed free for one
-    // to two decay periods, or at once beyond a hard limit.
-    void return_memory_locked() noexcept
+    // to two decay periods, or at once beyond a hard limit.  Returns the
+    // blocks of a decay due (Buddy::take_decaying), which the caller hands
+    // to finish_decay once it has released the lock.
+    uint32_t decay_due_locked() noexcept
     {
       if (buddy_.dirty_bytes() == 0)
       {
         free_resident_ = 0;
-        return;
+        return Buddy::NONE;
       }
+      size_t bytes = 0;
+      uint32_t taken = Buddy::NONE;
       if (free_resident_ > config::DIRTY_LIMIT_BYTES)
       {
-        buddy_.decay(true);
+        taken = buddy_.take_decaying(true, bytes);
         free_resident_ = 0;
-        return;
       }
-      int64_t now = Pal::monotonic_ns();
-      if (now - last_decay_ns_ >= config::DECAY_PERIOD_NS)
+      else
       {
+        int64_t now = Pal::monotonic_ns();
+        if (now - last_decay_ns_ < config::DECAY_PERIOD_NS)
+          return Buddy::NONE;
         last_decay_ns_ = now;
-        less_free_resident(buddy_.decay(false));
+        taken = buddy_.take_decaying(false, bytes);
+        less_free_resident(bytes);
       }
+      if (taken != Buddy::NONE)
+        decaying_++;
+      return taken;
+    }
+
+    // The rest of a decay, called without the lock.
+    void finish_decay(uint32_t taken) noexcept
+    {
+      if (SNMALLOC_LIKELY(taken == Buddy::NONE))
+        return;
+      return_pages(taken);
+    }
+
+    // With the lock held (and held again on return): wait until no decay
+    // has blocks off the free lists.  For a fork, and for a request that
+    // found no free block, which a decay may be about to put back.
+    SNMALLOC_SLOW_PATH void await_decays_locked() noexcept
+    {
+      while (decaying_ != 0)
+      {
+        lock_.unlock();
+        ::sched_yield();
+        lock_.lock();
+      }
+    }
+
+    SNMALLOC_SLOW_PATH void return_pages(uint32_t taken) noexcept
+    {
+      Buddy::decommit_taken(taken);
+      LockGuard g(lock_);
+      buddy_.put_back_taken(taken);
+      decaying_--;
     }
 
     bool ensure_init_locked() noexcept
@@ -106,21 +152,31 @@ namespace snmalloc
       size_t chunks = bytes >> config::CHUNK_BITS;
       size_t align_order =
         align > config::CHUNK_SIZE ? bits::log2_floor(align) - config::CHUNK_BITS : 0;
-      LockGuard g(lock_);
-      if (!ensure_init_locked())
-        return {};
-      Buddy::Block b = buddy_.alloc_run(chunks, align_order, fit);
-      if (!b.ok)
-        return {};
-      if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
+      Buddy::Block b;
+      uint32_t decaying;
       {
-        buddy_.dealloc_run(b.index, chunks, !b.dirty);
-        return {};
+        LockGuard g(lock_);
+        if (!ensure_init_locked())
+          return {};
+        b = buddy_.alloc_run(chunks, align_order, fit);
+        if (!b.ok && decaying_ != 0)
+        {
+          await_decays_locked();
+          b = buddy_.alloc_run(chunks, align_order, fit);
+        }
+        if (!b.ok)
+          return {};
+        if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
+        {
+          buddy_.dealloc_run(b.index, chunks, !b.dirty);
+          return {};
+        }
+        if (b.dirty)
+          less_free_resident(bytes);
+        in_use_bytes_ += bytes;
+        decaying = decay_due_locked();
       }
-      if (b.dirty)
-        less_free_resident(bytes);
-      in_use_bytes_ += bytes;
-      return_memory_locked();
+      finish_decay(decaying);
       return {pagemap.chunk_address(b.index), !b.dirty};
     }
 
@@ -153,12 +209,16 @@ namespace snmalloc
     {
       if constexpr (config::checks)
         (void)Pal::protect(base, bytes);
-      LockGuard g(lock_);
-      buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
-      if (!clean)
-        free_resident_ += bytes;
-      in_use_bytes_ -= bytes;
-      return_memory_locked();
+      uint32_t decaying;
+      {
+        LockGuard g(lock_);
+        buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
+        if (!clean)
+          free_resident_ += bytes;
+        in_use_bytes_ -= bytes;
+        decaying = decay_due_locked();
+      }
+      finish_decay(decaying);
     }
 
     // The checks build: give back the run [base, base+bytes) once it has
@@ -168,14 +228,18 @@ namespace snmalloc
     void quarantine_chunks(void* base, size_t bytes, size_t resident) noexcept
     {
       (void)Pal::protect(base, bytes);
-      LockGuard g(lock_);
-      in_use_bytes_ -= bytes;
-      free_resident_ += resident;
-      quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
-      RunQuarantine::Run oldest;
-      while (quarantine_.take_overflow(oldest))
-        buddy_.dealloc_run(oldest.index, oldest.chunks);
-      return_memory_locked();
+      uint32_t decaying;
+      {
+        LockGuard g(lock_);
+        in_use_bytes_ -= bytes;
+        free_resident_ += resident;
+        quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
+        RunQuarantine::Run oldest;
+        while (quarantine_.take_overflow(oldest))
+          buddy_.dealloc_run(oldest.index, oldest.chunks);
+        decaying = decay_due_locked();
+      }
+      finish_decay(decaying);
     }
 
     // Grow the run at `base` from `bytes` to `new_bytes` in place, if the
@@ -217,6 +281,11 @@ namespace snmalloc
           return nullptr;
         size_t block = bits::next_pow2(size < config::CHUNK_SIZE ? config::CHUNK_SIZE : size);
         Buddy::Block b = buddy_.alloc(bits::log2_floor(block) - config::CHUNK_BITS);
+        if (!b.ok && decaying_ != 0)
+        {
+          await_decays_locked();
+          b = buddy_.alloc(bits::log2_floor(block) - config::CHUNK_BITS);
+        }
         if (!b.ok)
           return nullptr;
         if (!hand_out(b.index, block))
@@ -274,18 +343,28 @@ namespace snmalloc
     // decay (malloc_trim), the quarantined runs' too; the bytes decommitted.
     size_t release_free_pages() noexcept
     {
-      LockGuard g(lock_);
-      if (!initialised_)
-        return 0;
-      size_t bytes = buddy_.decay(true) + quarantine_.decommit_all();
-      free_resident_ = 0;
+      size_t bytes = 0;
+      uint32_t decaying;
+      {
+        LockGuard g(lock_);
+        if (!initialised_)
+          return 0;
+        decaying = buddy_.take_decaying(true, bytes);
+        if (decaying != Buddy::NONE)
+          decaying_++;
+        bytes += quarantine_.decommit_all();
+        free_resident_ = 0;
+      }
+      finish_decay(decaying);
       return bytes;
     }
 
-    // fork(): hold the lock across the fork so the child sees consistent lists.
+    // fork(): hold the lock across the fork so the child sees consistent
+    // lists, once no decay has blocks off them.
     void prefork() noexcept
     {
       lock_.lock();
+      await_decays_locked();
     }
 
     void postfork() noexcept

@@ -22,10 +22,14 @@
 // Fresh blocks are carved from a frontier that only moves up; everything
 // behind it has been handed out at least once.  "Dirty" blocks may hold
 // resident pages; clean ones read as zero (fresh, or decommitted).  Dirty
-// blocks age: decay() returns the pages of blocks already aged at the
-// previous call and ages the rest, so memory reused within one period is
-// never decommitted and memory left free for two periods always is.
-// Not thread-safe: the backend holds its lock around every call.
+// blocks age: a decay returns the pages of blocks already aged at the
+// previous one and ages the rest, so memory reused within one period is
+// never decommitted and memory left free for two periods always is.  The
+// blocks whose pages go back leave the free lists for the while, so that
+// the madvise calls run outside the backend's lock (take_decaying,
+// decommit_taken, put_back_taken).
+// Not thread-safe: the backend holds its lock around every call but
+// decommit_taken's.
 
 #include "arena.h"
 
@@ -442,32 +446,58 @@ namespace snmalloc
       insert(index, order, clean ? 0 : DIRTY);
     }
 
-    // Decommit dirty blocks (all of them, or only the aged ones) and age the
-    // dirty blocks that remain.  Returns the bytes decommitted.
-    size_t decay(bool everything)
+    // A decay's first step: take off the free lists the dirty blocks whose
+    // pages go back (all of them, or only the aged ones), and age the dirty
+    // blocks that remain.  The blocks taken are chained through their
+    // entries, tagged Decommitting, so that no other call allocates or
+    // merges them; the first of the chain is returned (NONE for none), and
+    // `bytes` is what they hold.
+    uint32_t take_decaying(bool everything, size_t& bytes)
     {
-      size_t decommitted = 0;
+      uint32_t taken = NONE;
+      bytes = 0;
       for (size_t o = 0; o <= MAX_ORDER; o++)
       {
-        for (uint32_t i = heads_[o]; i != NONE; i = next_of(i))
+        for (uint32_t i = heads_[o]; i != NONE;)
         {
+          uint32_t next = next_of(i);
           uintptr_t flags = flags_of(i);
-          if ((flags & DIRTY) == 0)
-            continue;
-          if (everything || (flags & AGED) != 0)
+          if ((flags & DIRTY) != 0 && (everything || (flags & AGED) != 0))
           {
-            Pal::decommit(pagemap.chunk_address(i), size_t(1) << (o + config::CHUNK_BITS));
-            at(i).owner.store(free_tag(o, 0), std::memory_order_relaxed);
-            dirty_chunks_ -= size_t(1) << o;
-            decommitted += size_t(1) << (o + config::CHUNK_BITS);
+            remove(i, o);
+            at(i).set(make_tag(ChunkKind::Decommitting, o), taken);
+            taken = i;
+            bytes += size_t(1) << (o + config::CHUNK_BITS);
           }
-          else
-          {
+          else if ((flags & DIRTY) != 0)
             at(i).owner.store(free_tag(o, DIRTY | AGED), std::memory_order_relaxed);
-          }
+          i = next;
         }
       }
-      return decommitted;
+      return taken;
+    }
+
+    // The second, without the lock: the pages of the blocks taken go back.
+    // Reads only the chain's entries, which no other call touches.
+    static void decommit_taken(uint32_t taken)
+    {
+      for (uint32_t i = taken; i != NONE; i = uint32_t(at(i).get_meta()))
+        Pal::decommit(pagemap.chunk_address(i), config::CHUNK_SIZE << tag_payload(at(i).get_owner()));
+    }
+
+    // The last, under the lock again: the blocks back on the free lists,
+    // clean, as freed blocks go back (merged with their free buddies, at
+    // the front).  Behind the blocks whose pages may be resident, growing
+    // runs placed low in func-api-large moved 192 MB instead of a few.
+    void put_back_taken(uint32_t taken)
+    {
+      while (taken != NONE)
+      {
+        uint32_t next = uint32_t(at(taken).get_meta());
+        size_t order = tag_payload(at(taken).get_owner());
+        dealloc(taken, order, true);
+        taken = next;
+      }
     }
   };
 } // namespace snmalloc

@@ -31,6 +31,10 @@ namespace snmalloc
     FreeBlock = 3, // first chunk of a free buddy block; payload: order, dirty
     Meta = 4, // allocator metadata
     Zero = 5, // zero-size allocations' slots, inaccessible (mem/zero_size.h)
+    // First chunk of a free buddy block off the free lists while its pages
+    // are returned, outside the backend's lock; payload: order.  meta: the
+    // next such block (backend/buddy.h, take_decaying).
+    Decommitting = 6,
   };
 
   constexpr uintptr_t make_tag(ChunkKind kind, uintptr_t payload)

@@ -97,6 +97,7 @@ namespace snmalloc
               s.kind = SpanKind::GuardedSlots;
             break;
           case ChunkKind::FreeBlock:
+          case ChunkKind::Decommitting:
             s.kind = SpanKind::FreeBlock;
             s.bytes = config::CHUNK_SIZE << (tag_payload(owner) & 63);
             break;
