@@ -268,15 +268,18 @@ namespace snmalloc
       size = bits::align_up(size, 64);
       LockGuard g(lock_);
       size_t bucket = meta_bucket(size);
-      if (bucket < 8 && meta_recycled_[bucket] != nullptr)
+      // Again after a wait for decays, which lets other threads in.
+      for (;;)
       {
-        FreeObject* p = meta_recycled_[bucket];
-        meta_recycled_[bucket] = p->next_relaxed();
-        std::memset(static_cast<void*>(p), 0, size);
-        return p;
-      }
-      if (meta_cursor_ + size > meta_end_)
-      {
+        if (bucket < 8 && meta_recycled_[bucket] != nullptr)
+        {
+          FreeObject* p = meta_recycled_[bucket];
+          meta_recycled_[bucket] = p->next_relaxed();
+          std::memset(static_cast<void*>(p), 0, size);
+          return p;
+        }
+        if (meta_cursor_ + size <= meta_end_)
+          break;
         if (!ensure_init_locked())
           return nullptr;
         size_t block = bits::next_pow2(size < config::CHUNK_SIZE ? config::CHUNK_SIZE : size);
@@ -284,7 +287,7 @@ namespace snmalloc
         if (!b.ok && decaying_ != 0)
         {
           await_decays_locked();
-          b = buddy_.alloc(bits::log2_floor(block) - config::CHUNK_BITS);
+          continue;
         }
         if (!b.ok)
           return nullptr;
@@ -301,6 +304,7 @@ namespace snmalloc
         meta_end_ = meta_cursor_ + block;
         in_use_bytes_ += block;
         meta_bytes_ += block;
+        break;
       }
       void* p = reinterpret_cast<void*>(meta_cursor_);
       meta_cursor_ += size;
@@ -356,6 +360,9 @@ namespace snmalloc
         free_resident_ = 0;
       }
       finish_decay(decaying);
+      // Others' decays too: their pages are back when this returns.
+      LockGuard g(lock_);
+      await_decays_locked();
       return bytes;
     }
 

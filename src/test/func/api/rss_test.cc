@@ -22,6 +22,7 @@
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <snmalloc/snmalloc.h>
 #include <sys/prctl.h>
 #include <thread>
 #include <unistd.h>
@@ -185,6 +186,55 @@ TEST_CASE("rss-falls-after-small-objects-freed", "[.]")
 TEST_CASE("rss-falls-after-mixed-gib-freed", "[.]")
 {
   check_resident_set_falls({512 * mib, 512 * mib});
+}
+
+// Memory freed within a decay period is used again before memory whose
+// pages a decay returned, which would fault them back: the backend's
+// blocks, freed in two sets a period apart, then a decay (that returns the
+// first set's pages and ages the second's), then as many requests as a set
+// has blocks, as slabs take them.  Each freed block lies between two kept
+// ones, so none merges with another.
+TEST_CASE("rss-resident-free-blocks-taken-first", "[.]")
+{
+  constexpr size_t block = 64 * 1024;
+  constexpr size_t count = 48;
+  auto take = [] { return snmalloc::backend.alloc_chunks(block, block).base; };
+  std::vector<void*> returned, resident, kept, got;
+  for (size_t i = 0; i < count; i++)
+  {
+    returned.push_back(take());
+    kept.push_back(take());
+    resident.push_back(take());
+    kept.push_back(take());
+  }
+  for (void* p : returned)
+    std::memset(p, 1, block);
+  for (void* p : resident)
+    std::memset(p, 1, block);
+  // A backend call once a period has passed is when a decay runs.
+  void* tick[2] = {take(), take()};
+  auto decay_after_a_period = [&](int i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(650));
+    snmalloc::backend.dealloc_chunks(tick[i], block);
+  };
+  for (void* p : returned)
+    snmalloc::backend.dealloc_chunks(p, block);
+  decay_after_a_period(0); // `returned` aged
+  for (void* p : resident)
+    snmalloc::backend.dealloc_chunks(p, block);
+  decay_after_a_period(1); // `returned` given back, `resident` aged
+  size_t from_resident = 0;
+  for (size_t i = 0; i < count; i++)
+  {
+    got.push_back(take());
+    from_resident += std::count(resident.begin(), resident.end(), got.back());
+  }
+  INFO(from_resident << " of " << count << " requests took a block still resident");
+  CHECK(from_resident >= count - 2);
+  for (void* p : got)
+    snmalloc::backend.dealloc_chunks(p, block);
+  for (void* p : kept)
+    snmalloc::backend.dealloc_chunks(p, block);
 }
 
 namespace

@@ -5,8 +5,9 @@
 // checks are: no object handed out twice or overlapping another (each
 // carries a cookie on every page, checked at its free), zeroed allocations
 // read zero (a block put back after its pages went is clean, and so is what
-// it merges into only if every part was), no allocation fails for want of
-// the blocks a decay holds, and a child forked meanwhile can allocate.
+// it merges into only if every part was), no allocation fails, and a child
+// forked meanwhile finds no block off the free lists (a decay in flight at
+// the fork would never put its blocks back there) and can allocate.
 // Like cpp_stress, it does not replace malloc, so it also runs under
 // ThreadSanitizer:
 //   cmake -DCMAKE_CXX_FLAGS=-fsanitize=thread ... && ./decay_stress
@@ -148,7 +149,21 @@ namespace
     }
   }
 
-  // A child forked while decays run allocates, writes and frees.
+  // Chunks the child's backend shows as taken by a decay: none, as the
+  // fork waited for decays in flight.
+  size_t chunks_decommitting()
+  {
+    size_t n = 0;
+    for (size_t i = 0; i < snmalloc::backend.chunks_carved(); i++)
+    {
+      uintptr_t owner = snmalloc::pagemap.entries[i].get_owner();
+      n += snmalloc::is_tag(owner) && snmalloc::tag_kind(owner) == snmalloc::ChunkKind::Decommitting;
+    }
+    return n;
+  }
+
+  // A child forked while decays run checks the above, allocates, writes and
+  // frees.
   void forker()
   {
     while (!done.load(std::memory_order_acquire))
@@ -156,6 +171,8 @@ namespace
       pid_t pid = fork();
       if (pid == 0)
       {
+        if (chunks_decommitting() != 0)
+          _exit(3);
         for (int i = 0; i < 64; i++)
         {
           size_t size = size_t(64) << 10;
