@@ -117,6 +117,18 @@ namespace snmalloc
         dirty_chunks_ += size_t(1) << order;
     }
 
+    // The last of the blocks at the front of `order`'s list that are dirty
+    // and young; NONE if its head is not such a block.  After a decay took
+    // its blocks (aging the dirty ones it left), these are the blocks freed
+    // since.
+    uint32_t last_young_at_front(size_t order) const
+    {
+      uint32_t last = NONE;
+      for (uint32_t i = heads_[order]; i != NONE && (flags_of(i) & (DIRTY | AGED)) == DIRTY; i = next_of(i))
+        last = i;
+      return last;
+    }
+
     // Insert behind `prev`, a free block of `order` (NONE: at the front).
     void insert_after(uint32_t prev, size_t index, size_t order, uintptr_t flags)
     {
@@ -513,8 +525,9 @@ namespace snmalloc
     // decay took 63 such blocks and 1,008 page faults instead of none.  At
     // the back, behind the tails kept for runs to grow into, realloc moved
     // func-api-large's growing buffers 99 times.  A block whose buddy was
-    // freed meanwhile merges with it, and one whose block before was
-    // allocated meanwhile goes to the front, as a freed block does.
+    // freed meanwhile merges with it; one that was at the front, or whose
+    // block before was allocated meanwhile, goes behind the blocks freed
+    // meanwhile, whose pages are resident.
     void put_back_taken(uint32_t taken)
     {
       while (taken != NONE)
@@ -527,7 +540,8 @@ namespace snmalloc
         if (order < MAX_ORDER && is_free_block(buddy, order))
           dealloc(taken, order, true);
         else
-          insert_after(prev == NONE || is_free_block(prev, order) ? prev : NONE, taken, order, 0);
+          insert_after(
+            prev != NONE && is_free_block(prev, order) ? prev : last_young_at_front(order), taken, order, 0);
         taken = next;
       }
     }
