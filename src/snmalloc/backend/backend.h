@@ -36,6 +36,10 @@ namespace snmalloc
     // Decays between their first step and their last (finish_decay): a
     // fork waits for them, so that the child finds their blocks free.
     size_t decaying_ = 0;
+    // Threads waiting for them (await_decays_locked): no decay starts
+    // meanwhile, or a stream of decays, overlapping, could keep a fork
+    // waiting.
+    size_t awaiting_ = 0;
     // Chunks handed out (runs and metadata blocks), for the statistics.
     size_t in_use_bytes_ = 0;
     size_t meta_bytes_ = 0;
@@ -52,6 +56,8 @@ namespace snmalloc
     // to finish_decay once it has released the lock.
     uint32_t decay_due_locked() noexcept
     {
+      if (SNMALLOC_UNLIKELY(awaiting_ != 0))
+        return Buddy::NONE; // a later call decays
       if (buddy_.dirty_bytes() == 0)
       {
         free_resident_ = 0;
@@ -91,12 +97,14 @@ namespace snmalloc
     // found no free block, which a decay may be about to put back.
     SNMALLOC_SLOW_PATH void await_decays_locked() noexcept
     {
+      awaiting_++;
       while (decaying_ != 0)
       {
         lock_.unlock();
         ::sched_yield();
         lock_.lock();
       }
+      awaiting_--;
     }
 
     SNMALLOC_SLOW_PATH void return_pages(uint32_t taken) noexcept
@@ -353,11 +361,15 @@ namespace snmalloc
         LockGuard g(lock_);
         if (!initialised_)
           return 0;
-        decaying = buddy_.take_decaying(true, bytes);
+        decaying = Buddy::NONE;
+        if (awaiting_ == 0) // else a later call returns these pages
+        {
+          decaying = buddy_.take_decaying(true, bytes);
+          free_resident_ = 0;
+        }
         if (decaying != Buddy::NONE)
           decaying_++;
         bytes += quarantine_.decommit_all();
-        free_resident_ = 0;
       }
       finish_decay(decaying);
       // Others' decays too: their pages are back when this returns.

@@ -204,7 +204,7 @@ int main(int argc, char** argv)
     while (!done.load(std::memory_order_acquire))
     {
       snmalloc::trim();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
   std::thread forking(forker);
