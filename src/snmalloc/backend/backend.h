@@ -390,6 +390,15 @@ namespace snmalloc
     {
       lock_.unlock();
     }
+
+    // The child's only thread waits for nothing, though other threads of
+    // the parent were waiting for decays at the fork: with their count
+    // kept, the child would never decay.
+    void postfork_child() noexcept
+    {
+      awaiting_ = 0;
+      lock_.unlock();
+    }
   };
 
   inline Backend backend;

@@ -34,10 +34,17 @@ namespace snmalloc
       alloc_pool.postfork();
     }
 
+    inline void postfork_child() noexcept
+    {
+      backend.postfork_child();
+      Profiler::postfork();
+      alloc_pool.postfork();
+    }
+
     // Innermost: every other part of the library may allocate while it
     // holds its own lock, so fork() takes those first (ds/fork_locks.h).
     inline constexpr ForkLock allocator_fork_lock{
-      ForkLock::INNERMOST, prefork, postfork, postfork};
+      ForkLock::INNERMOST, prefork, postfork, postfork_child};
 
     // Runs from pthread's key destructors at thread exit (not for the
     // thread that calls exit(): its allocator simply stays attached).

@@ -163,7 +163,8 @@ namespace
   }
 
   // A child forked while decays run checks the above, allocates, writes and
-  // frees.
+  // frees, and then gives back every free page (no thread of the parent
+  // still waits for decays there).
   void forker()
   {
     while (!done.load(std::memory_order_acquire))
@@ -182,6 +183,14 @@ namespace
           std::memset(p, 7, size);
           snmalloc::dealloc(p);
         }
+        void* big = snmalloc::alloc(size_t(1) << 20);
+        if (big == nullptr)
+          _exit(2);
+        std::memset(big, 7, size_t(1) << 20);
+        snmalloc::dealloc(big);
+        snmalloc::trim();
+        if (snmalloc::backend.usage().dirty_free_bytes != 0)
+          _exit(4);
         _exit(0);
       }
       int status = 0;
