@@ -33,7 +33,8 @@ namespace snmalloc
     Zero = 5, // zero-size allocations' slots, inaccessible (mem/zero_size.h)
     // First chunk of a free buddy block off the free lists while its pages
     // are returned, outside the backend's lock; payload: order.  meta: the
-    // next such block (backend/buddy.h, take_decaying).
+    // block before it on its list and the next such block, as a free
+    // block's links (backend/buddy.h, take_decaying).
     Decommitting = 6,
   };
 
