@@ -130,6 +130,7 @@ aarch64_left_out=(
   # fork() while threads run: qemu 7.2 aborts on its own assertion
   # (cpu_exec: cpu == current_cpu) in the child.
   'func-profile-fork:fork while threads allocate' 'func-decay-stress$'
+  'func-fork-first-use$'
   # qemu 7.2 maps no vDSO into an aarch64 guest.
   'unit-symbolize:functions of the vDSO'
   # Statistical: a live set near 1 GiB sampled for minutes of emulated time;

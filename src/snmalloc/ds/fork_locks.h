@@ -55,7 +55,7 @@ namespace snmalloc
     // without registering: fork() takes it once some add() has registered.
     // For a lock that only a second thread could hold across another's
     // fork(): a process gets a second thread from pthread_create, which
-    // allocates (the new thread's TLS vector), and the allocator's first
+    // allocates (the new thread's TLS vector), and the shims' first
     // allocation registers (global/thread_alloc.h).  A process that never
     // allocates then makes no pthread_atfork call (its stub at the far end
     // of the profiling shim's text, libc's code and list: about one page

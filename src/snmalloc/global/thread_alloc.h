@@ -18,7 +18,11 @@ namespace snmalloc
   namespace detail
   {
     inline pthread_key_t teardown_key;
-    inline std::atomic<int> process_setup_state{0}; // 0 none, 1 running, 2 done
+    inline pthread_once_t process_setup_once = PTHREAD_ONCE_INIT;
+    // Set on the thread running the setup: an allocation inside it (libc's
+    // calls may allocate, and in the shims that is this allocator)
+    // attaches without waiting for it.
+    inline thread_local bool in_process_setup = false;
 
     inline void prefork() noexcept
     {
@@ -60,36 +64,44 @@ namespace snmalloc
       local.torn_down = true;
     }
 
-    // Once per process, after the first thread is attached, so that the
-    // calls below may themselves allocate.
-    inline void process_setup() noexcept
+    inline void run_process_setup() noexcept
     {
-      int expected = 0;
-      if (!process_setup_state.compare_exchange_strong(expected, 1))
-      {
-        // Another thread is doing it; it does not allocate from here on.
-        while (process_setup_state.load(std::memory_order_acquire) != 2)
-          Pal::pause();
-        return;
-      }
       if (::pthread_key_create(&teardown_key, teardown) != 0)
         report_fatal("pthread_key_create failed");
       fork_locks.add(allocator_fork_lock);
-      process_setup_state.store(2, std::memory_order_release);
+    }
+
+    // Once per process, before the thread that runs it takes any of the
+    // allocator's locks: until the fork handlers are registered, a fork()
+    // by another thread leaves the child every lock held at that moment,
+    // held for good (decay_stress's child hung on the backend's lock in 4
+    // of 143 runs: its parent forked while the workers made their first
+    // allocations).  pthread_once restarts a setup that a fork cut short
+    // in the child, where a flag set by a thread the child lacks would
+    // never clear.
+    inline void process_setup() noexcept
+    {
+      if (in_process_setup)
+        return;
+      in_process_setup = true;
+      ::pthread_once(&process_setup_once, run_process_setup);
+      in_process_setup = false;
     }
   } // namespace detail
 
   // Give this thread an allocator; false when memory is exhausted (the
   // thread stays detached and the call that needed it fails).  The order
-  // matters: the pool and pthread_setspecific may allocate, which must find
-  // `core` set.
+  // matters: the setup comes first (above), and pthread_setspecific may
+  // allocate, which must find `core` set.
   SNMALLOC_SLOW_PATH inline bool attach_thread(Local& local) noexcept
   {
+    detail::process_setup();
+    if (local.core != nullptr) // an allocation inside the setup attached it
+      return true;
     Alloc* core = alloc_pool.acquire();
     if (core == nullptr)
       return false;
     local.attach(core);
-    detail::process_setup();
     ::pthread_setspecific(detail::teardown_key, &local);
     return true;
   }
