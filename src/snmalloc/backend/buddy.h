@@ -90,30 +90,25 @@ namespace snmalloc
     }
 
     // Freed blocks go to the front of their list and are reused first; the
-    // tails cut off runs go to the back, so that they stay free as long as
-    // possible and merge back when their run is freed.
-    void insert(size_t index, size_t order, uintptr_t flags, bool at_back = false)
+    // tails cut off runs go to the back (behind tails_[order]), so that
+    // they stay free as long as possible and merge back when their run is
+    // freed; a decay puts its blocks back behind the block they followed.
+    // `prev`: the free block of `order` to insert behind, NONE for the
+    // front.
+    void insert(size_t index, size_t order, uintptr_t flags, uint32_t prev = NONE)
     {
-      bool dirty = (flags & DIRTY) != 0;
       at(index).owner.store(free_tag(order, flags), std::memory_order_relaxed);
-      if (at_back && tails_[order] != NONE)
-      {
-        uint32_t tail = tails_[order];
-        set_links(index, tail, NONE);
-        set_links(tail, prev_of(tail), uint32_t(index));
-        tails_[order] = uint32_t(index);
-      }
-      else
-      {
-        uint32_t head = heads_[order];
-        set_links(index, NONE, head);
-        if (head != NONE)
-          set_links(head, uint32_t(index), next_of(head));
-        else
-          tails_[order] = uint32_t(index);
+      uint32_t next = prev == NONE ? heads_[order] : next_of(prev);
+      set_links(index, prev, next);
+      if (prev == NONE)
         heads_[order] = uint32_t(index);
-      }
-      if (dirty)
+      else
+        set_links(prev, prev_of(prev), uint32_t(index));
+      if (next == NONE)
+        tails_[order] = uint32_t(index);
+      else
+        set_links(next, uint32_t(index), next_of(next));
+      if ((flags & DIRTY) != 0)
         dirty_chunks_ += size_t(1) << order;
     }
 
@@ -127,23 +122,6 @@ namespace snmalloc
       for (uint32_t i = heads_[order]; i != NONE && (flags_of(i) & (DIRTY | AGED)) == DIRTY; i = next_of(i))
         last = i;
       return last;
-    }
-
-    // Insert behind `prev`, a free block of `order` (NONE: at the front).
-    void insert_after(uint32_t prev, size_t index, size_t order, uintptr_t flags)
-    {
-      if (prev == NONE)
-        return insert(index, order, flags);
-      uint32_t next = next_of(prev);
-      at(index).owner.store(free_tag(order, flags), std::memory_order_relaxed);
-      set_links(index, prev, next);
-      set_links(prev, prev_of(prev), uint32_t(index));
-      if (next != NONE)
-        set_links(next, uint32_t(index), next_of(next));
-      else
-        tails_[order] = uint32_t(index);
-      if ((flags & DIRTY) != 0)
-        dirty_chunks_ += size_t(1) << order;
     }
 
     // Always inline, as GCC does in the plain shim: in the profiling one
@@ -407,7 +385,7 @@ namespace snmalloc
         uintptr_t flags = b.dirty ? DIRTY : 0;
         for_each_aligned_block(
           b.index + chunks, b.index + (size_t(1) << order),
-          [&](size_t i, size_t o) { insert(i, o, flags, true); });
+          [&](size_t i, size_t o) { insert(i, o, flags, tails_[o]); });
       }
       return b;
     }
@@ -540,8 +518,7 @@ namespace snmalloc
         if (order < MAX_ORDER && is_free_block(buddy, order))
           dealloc(taken, order, true);
         else
-          insert_after(
-            prev != NONE && is_free_block(prev, order) ? prev : last_young_at_front(order), taken, order, 0);
+          insert(taken, order, 0, prev != NONE && is_free_block(prev, order) ? prev : last_young_at_front(order));
         taken = next;
       }
     }
