@@ -10,7 +10,10 @@
 // reading the statistics, while another forks as fast as it can; each
 // child allocates, frees, trims and exits.  A child that has not exited
 // within CHILD_LIMIT_S is stuck on something its parent's threads held:
-// the trial kills it and fails.
+// the trial kills it and fails.  A trial itself stuck (a fork that never
+// returns) ends at TRIAL_LIMIT_S, and the driver stops after
+// FAILED_TRIALS_LIMIT failures, so that a failure is named well within
+// the test's timeout.
 #include <snmalloc/snmalloc.h>
 
 #include <atomic>
@@ -28,6 +31,8 @@
 namespace
 {
   constexpr int CHILD_LIMIT_S = 20;
+  constexpr unsigned TRIAL_LIMIT_S = 60;
+  constexpr int FAILED_TRIALS_LIMIT = 3;
   constexpr int FORKS_PER_TRIAL = 12;
   std::atomic<bool> go{false};
 
@@ -119,6 +124,7 @@ namespace
         else
           continue;
         failures++;
+        break; // one is enough, and the next could take as long
       }
     });
     go.store(true, std::memory_order_release);
@@ -132,10 +138,14 @@ namespace
 int main(int argc, char** argv)
 {
   if (argc == 3 && std::strcmp(argv[1], "--trial") == 0)
+  {
+    alarm(TRIAL_LIMIT_S); // SIGALRM ends a trial stuck in its parent
     return trial(unsigned(std::strtoul(argv[2], nullptr, 10)));
+  }
   int trials = argc > 1 ? std::atoi(argv[1]) : 200;
   int failed = 0;
-  for (int t = 0; t < trials; t++)
+  int t = 0;
+  for (; t < trials && failed < FAILED_TRIALS_LIMIT; t++)
   {
     std::string seed = std::to_string(t);
     pid_t pid = fork();
@@ -153,6 +163,6 @@ int main(int argc, char** argv)
       failed++;
     }
   }
-  std::printf("fork_first_use: %d of %d trials failed\n", failed, trials);
+  std::printf("fork_first_use: %d of %d trials failed\n", failed, t);
   return failed == 0 ? 0 : 1;
 }
