@@ -50,6 +50,17 @@ namespace snmalloc
       free_resident_ -= bytes < free_resident_ ? bytes : free_resident_;
     }
 
+    // Every free block that may hold resident pages, for a decay past the
+    // hard limit or a trim; their bytes are added to `bytes`.
+    uint32_t take_all_decaying_locked(size_t& bytes) noexcept
+    {
+      uint32_t taken = buddy_.take_decaying(true, bytes);
+      free_resident_ = 0;
+      if (taken != Buddy::NONE)
+        decaying_++;
+      return taken;
+    }
+
     // Freed memory is returned to the OS once it has stayed free for one
     // to two decay periods, or at once beyond a hard limit.  Returns the
     // blocks of a decay due (Buddy::take_decaying), which the caller hands
@@ -64,21 +75,14 @@ namespace snmalloc
         return Buddy::NONE;
       }
       size_t bytes = 0;
-      uint32_t taken = Buddy::NONE;
       if (free_resident_ > config::DIRTY_LIMIT_BYTES)
-      {
-        taken = buddy_.take_decaying(true, bytes);
-        free_resident_ = 0;
-      }
-      else
-      {
-        int64_t now = Pal::monotonic_ns();
-        if (now - last_decay_ns_ < config::DECAY_PERIOD_NS)
-          return Buddy::NONE;
-        last_decay_ns_ = now;
-        taken = buddy_.take_decaying(false, bytes);
-        less_free_resident(bytes);
-      }
+        return take_all_decaying_locked(bytes);
+      int64_t now = Pal::monotonic_ns();
+      if (now - last_decay_ns_ < config::DECAY_PERIOD_NS)
+        return Buddy::NONE;
+      last_decay_ns_ = now;
+      uint32_t taken = buddy_.take_decaying(false, bytes);
+      less_free_resident(bytes);
       if (taken != Buddy::NONE)
         decaying_++;
       return taken;
@@ -90,6 +94,22 @@ namespace snmalloc
       if (SNMALLOC_LIKELY(taken == Buddy::NONE))
         return;
       return_pages(taken);
+    }
+
+    // Run `f` under the lock, then a decay if one is due: its blocks taken
+    // before the lock is released, their pages returned after.  Inlined:
+    // as a call, large-churn took 0.2% more instructions (230.16 against
+    // 229.62 M).
+    template<typename F>
+    SNMALLOC_FAST_PATH void locked_then_decay(F&& f) noexcept
+    {
+      uint32_t decaying;
+      {
+        LockGuard g(lock_);
+        f();
+        decaying = decay_due_locked();
+      }
+      finish_decay(decaying);
     }
 
     // With the lock held (and held again on return): wait until no decay
@@ -160,32 +180,29 @@ namespace snmalloc
       size_t chunks = bytes >> config::CHUNK_BITS;
       size_t align_order =
         align > config::CHUNK_SIZE ? bits::log2_floor(align) - config::CHUNK_BITS : 0;
-      Buddy::Block b;
-      uint32_t decaying;
-      {
-        LockGuard g(lock_);
+      Chunks result;
+      locked_then_decay([&] {
         if (!ensure_init_locked())
-          return {};
-        b = buddy_.alloc_run(chunks, align_order, fit);
+          return;
+        Buddy::Block b = buddy_.alloc_run(chunks, align_order, fit);
         if (!b.ok && decaying_ != 0)
         {
           await_decays_locked();
           b = buddy_.alloc_run(chunks, align_order, fit);
         }
         if (!b.ok)
-          return {};
+          return;
         if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
         {
           buddy_.dealloc_run(b.index, chunks, !b.dirty);
-          return {};
+          return;
         }
         if (b.dirty)
           less_free_resident(bytes);
         in_use_bytes_ += bytes;
-        decaying = decay_due_locked();
-      }
-      finish_decay(decaying);
-      return {pagemap.chunk_address(b.index), !b.dirty};
+        result = {pagemap.chunk_address(b.index), !b.dirty};
+      });
+      return result;
     }
 
   public:
@@ -217,16 +234,12 @@ namespace snmalloc
     {
       if constexpr (config::checks)
         (void)Pal::protect(base, bytes);
-      uint32_t decaying;
-      {
-        LockGuard g(lock_);
+      locked_then_decay([&] {
         buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
         if (!clean)
           free_resident_ += bytes;
         in_use_bytes_ -= bytes;
-        decaying = decay_due_locked();
-      }
-      finish_decay(decaying);
+      });
     }
 
     // The checks build: give back the run [base, base+bytes) once it has
@@ -236,18 +249,14 @@ namespace snmalloc
     void quarantine_chunks(void* base, size_t bytes, size_t resident) noexcept
     {
       (void)Pal::protect(base, bytes);
-      uint32_t decaying;
-      {
-        LockGuard g(lock_);
+      locked_then_decay([&] {
         in_use_bytes_ -= bytes;
         free_resident_ += resident;
         quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
         RunQuarantine::Run oldest;
         while (quarantine_.take_overflow(oldest))
           buddy_.dealloc_run(oldest.index, oldest.chunks);
-        decaying = decay_due_locked();
-      }
-      finish_decay(decaying);
+      });
     }
 
     // Grow the run at `base` from `bytes` to `new_bytes` in place, if the
@@ -363,12 +372,7 @@ namespace snmalloc
           return 0;
         decaying = Buddy::NONE;
         if (awaiting_ == 0) // else a later call returns these pages
-        {
-          decaying = buddy_.take_decaying(true, bytes);
-          free_resident_ = 0;
-        }
-        if (decaying != Buddy::NONE)
-          decaying_++;
+          decaying = take_all_decaying_locked(bytes);
         bytes += quarantine_.decommit_all();
       }
       finish_decay(decaying);
