@@ -11,14 +11,16 @@
 // Like cpp_stress, it does not replace malloc, so it also runs under
 // ThreadSanitizer:
 //   cmake -DCMAKE_CXX_FLAGS=-fsanitize=thread ... && ./decay_stress
+#include "support/child_wait.h"
+
 #include <snmalloc/snmalloc.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -28,6 +30,9 @@ namespace
   constexpr size_t PAGE = 4096;
   std::atomic<int> failures{0};
   std::atomic<bool> done{false};
+  // A child allocates a few MiB and exits: one still running after this
+  // long is stuck (ctest's timeout for the whole test is 300 s).
+  constexpr int CHILD_LIMIT_S = 30;
 
   void fail(const char* what, const void* p, size_t size)
   {
@@ -154,7 +159,8 @@ namespace
   size_t chunks_decommitting()
   {
     size_t n = 0;
-    for (size_t i = 0; i < snmalloc::backend.chunks_carved(); i++)
+    size_t carved = snmalloc::backend.chunks_carved();
+    for (size_t i = 0; i < carved; i++)
     {
       uintptr_t owner = snmalloc::pagemap.entries[i].get_owner();
       n += snmalloc::is_tag(owner) && snmalloc::tag_kind(owner) == snmalloc::ChunkKind::Decommitting;
@@ -193,9 +199,20 @@ namespace
           _exit(4);
         _exit(0);
       }
-      int status = 0;
-      if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-          WEXITSTATUS(status) != 0)
+      if (pid < 0)
+      {
+        fail("fork failed", nullptr, 0);
+        return;
+      }
+      int status = snmalloc_test::wait_with_limit(pid, std::chrono::seconds(CHILD_LIMIT_S));
+      if (status == -1)
+      {
+        // Stuck on a lock its parent's threads held: another child would
+        // likely hang too.
+        fail("forked child hung", nullptr, 0);
+        return;
+      }
+      if (!snmalloc_test::exited_cleanly(status))
         fail("forked child failed", nullptr, size_t(status));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

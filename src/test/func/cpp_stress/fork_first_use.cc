@@ -14,11 +14,12 @@
 // returns) ends at TRIAL_LIMIT_S, and the driver stops after
 // FAILED_TRIALS_LIMIT failures, so that a failure is named well within
 // the test's timeout.
+#include "support/child_wait.h"
+
 #include <snmalloc/snmalloc.h>
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,25 +54,6 @@ namespace
     snmalloc::trim();
     (void)snmalloc::stats();
     return 0;
-  }
-
-  // The child's status, or -1 after killing it at the time limit.
-  int wait_for(pid_t child)
-  {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(CHILD_LIMIT_S);
-    int status = 0;
-    while (std::chrono::steady_clock::now() < deadline)
-    {
-      pid_t r = waitpid(child, &status, WNOHANG);
-      if (r == child)
-        return status;
-      if (r < 0)
-        return -2;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-    return -1;
   }
 
   void wait_for_go()
@@ -116,10 +98,10 @@ namespace
           failures++;
           continue;
         }
-        int status = wait_for(child);
+        int status = snmalloc_test::wait_with_limit(child, std::chrono::seconds(CHILD_LIMIT_S));
         if (status == -1)
           std::fprintf(stderr, "fork_first_use: child %d of fork %d hung\n", int(child), i);
-        else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        else if (!snmalloc_test::exited_cleanly(status))
           std::fprintf(stderr, "fork_first_use: child of fork %d failed (status %d)\n", i, status);
         else
           continue;

@@ -3,6 +3,7 @@
 // holds both the samples it inherited and the ones it took.  Repeated, so a
 // lock left held across fork would show as a hung child (killed after a
 // timeout and reported).
+#include "support/child_wait.h"
 #include "support/files.h"
 #include "support/pprof_output.h"
 #include "support/profiling.h"
@@ -10,7 +11,6 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <random>
 #include <sys/wait.h>
@@ -55,27 +55,6 @@ namespace
       _exit(2);
     std::thread([] { fork_child_site(CHILD_OBJECTS); }).join();
     _exit(snmalloc::profile::dump(path.c_str()).ok() ? 0 : 3);
-  }
-
-  // Waits for the child; kills it after CHILD_TIMEOUT.  Returns its wait
-  // status, or -1 if it had to be killed.
-  int wait_for_child(pid_t pid)
-  {
-    auto deadline = std::chrono::steady_clock::now() + CHILD_TIMEOUT;
-    for (;;)
-    {
-      int status = 0;
-      pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid)
-        return status;
-      if (std::chrono::steady_clock::now() > deadline)
-      {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
   }
 } // namespace
 
@@ -124,7 +103,7 @@ TEST_CASE("fork while threads allocate: the child samples, dumps and exits")
     REQUIRE(pid >= 0);
     if (pid == 0)
       child(path);
-    int status = wait_for_child(pid);
+    int status = snmalloc_test::wait_with_limit(pid, CHILD_TIMEOUT);
     INFO("child " << i);
     REQUIRE(status != -1); // else it hung: a lock held across fork?
     REQUIRE(WIFEXITED(status));
@@ -185,7 +164,7 @@ TEST_CASE("a fork child's samples carry the child's thread id, not the parent's"
     void* in_child = std::malloc(LARGE);
     _exit(sampled_thread_id(in_child) == uint32_t(gettid()) ? 0 : 4);
   }
-  int status = wait_for_child(pid);
+  int status = snmalloc_test::wait_with_limit(pid, CHILD_TIMEOUT);
   REQUIRE(status != -1);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
