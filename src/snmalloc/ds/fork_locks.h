@@ -12,10 +12,11 @@
 // happened to be set up first, and a fork could take an inner lock and
 // then wait for an outer one whose holder waits for the inner.
 
-#include "spinlock.h"
+#include "../pal/pal.h"
 
 #include <atomic>
 #include <pthread.h>
+#include <sched.h>
 
 namespace snmalloc
 {
@@ -36,80 +37,97 @@ namespace snmalloc
   {
     static constexpr unsigned SLOTS = 8;
 
+    // Filled from the front, never emptied.  No lock guards them: a lock
+    // held by the adder at a fork before any registration would be the
+    // child's for good (no handler runs to release it), and the child's
+    // first add() would wait for it forever.
     std::atomic<const ForkLock*> slot_[SLOTS] = {};
+    // From prepare until the handlers after fork(), in the parent and the
+    // child.  glibc runs one fork's handlers at a time.
+    std::atomic<bool> forking_{false};
+    pthread_once_t register_once_ = PTHREAD_ONCE_INIT;
     std::atomic<bool> registered_{false};
-    SpinLock adding_;
 
     // The locks this thread's fork took, in the order taken: one added
-    // after prepare may have come too late for it, so the handlers after
-    // fork() must not run it.
+    // after prepare looked may have come too late for it, so the handlers
+    // after fork() must not run it.
     static inline thread_local const ForkLock* taken_[SLOTS];
     static inline thread_local unsigned taken_count_ = 0;
 
     static void prepare();
     static void in_parent();
     static void in_child();
+    static void register_handlers();
 
   public:
-    // Add `lock` (static storage, once; adding it again changes nothing)
-    // without registering: fork() takes it once some add() has registered.
-    // For a lock that only a second thread could hold across another's
-    // fork(): a process gets a second thread from pthread_create, which
-    // allocates (the new thread's TLS vector), and the shims' first
-    // allocation registers (global/thread_alloc.h).  A process that never
-    // allocates then makes no pthread_atfork call (its stub at the far end
-    // of the profiling shim's text, libc's code and list: about one page
-    // fault net at start-up).
+    // Add `lock` (static storage; adding it again changes nothing) without
+    // registering: fork() takes it once some add() has registered.  For a
+    // lock that only a second thread could hold across another's fork(): a
+    // process gets a second thread from pthread_create, which allocates
+    // (the new thread's TLS vector), and the shims' first allocation
+    // registers (global/thread_alloc.h).  A process that never allocates
+    // then makes no pthread_atfork call (its stub at the far end of the
+    // profiling shim's text, libc's code and list: about one page fault
+    // net at start-up).
+    //
+    // The caller must not hold a lock that fork() takes: a lock new here
+    // is not taken by a fork whose prepare looked at the slots before it
+    // came, so the caller waits for that fork to finish before it may
+    // take the lock.
     void add_deferred(const ForkLock& lock) noexcept
     {
-      LockGuard g(adding_);
-      std::atomic<const ForkLock*>* free_slot = nullptr;
       for (auto& slot : slot_)
       {
-        const ForkLock* l = slot.load(std::memory_order_relaxed);
+        const ForkLock* l = slot.load(std::memory_order_acquire);
+        // A lost race fills the slot: it holds `lock`, or the next one is
+        // tried.  Slots are never emptied, so `lock` is in none before.
+        while (l == nullptr && !slot.compare_exchange_weak(l, &lock, std::memory_order_seq_cst))
+        {
+        }
+        if (l == nullptr)
+        {
+          // Seen by prepare, or prepare's flag seen here (both seq_cst).
+          while (forking_.load(std::memory_order_seq_cst))
+            ::sched_yield();
+          return;
+        }
         if (l == &lock)
           return;
-        if (l == nullptr && free_slot == nullptr)
-          free_slot = &slot;
       }
-      if (free_slot == nullptr)
-        report_fatal("fork_locks: more than 8 fork locks");
-      free_slot->store(&lock, std::memory_order_release);
+      report_fatal("fork_locks: more than 8 fork locks");
     }
 
-    // Add `lock` and register the handlers.  false when pthread_atfork
-    // failed (out of memory); the lock is added all the same and a later
-    // call retries the registration.
+    // Register the handlers, then add `lock`.  false when pthread_atfork
+    // failed (out of memory; not retried): the lock is added all the same.
+    // The registration runs under pthread_once, which glibc restarts in a
+    // child whose parent forked in the middle of it; a flag claimed by a
+    // thread the child lacks would leave it unregistered for good.
     bool add(const ForkLock& lock) noexcept
     {
+      ::pthread_once(&register_once_, register_handlers);
       add_deferred(lock);
-      if (registered_.load(std::memory_order_acquire))
-        return true;
-      // pthread_atfork is thread-safe; two first calls at once would
-      // register twice, so the flag is claimed first.
-      if (registered_.exchange(true, std::memory_order_acq_rel))
-        return true;
-      if (::pthread_atfork(prepare, in_parent, in_child) == 0)
-        return true;
-      registered_.store(false, std::memory_order_release);
-      return false;
+      return registered_.load(std::memory_order_acquire);
     }
   };
 
   inline ForkLocks fork_locks;
 
-  // adding_ is held across fork() too, so a child never finds it held by
-  // a thread it does not have.
+  inline void ForkLocks::register_handlers()
+  {
+    fork_locks.registered_.store(
+      ::pthread_atfork(prepare, in_parent, in_child) == 0, std::memory_order_release);
+  }
+
   inline void ForkLocks::prepare()
   {
-    fork_locks.adding_.lock();
+    fork_locks.forking_.store(true, std::memory_order_seq_cst);
     // The locks in ascending order (insertion sort: few).
     unsigned count = 0;
     for (auto& slot : fork_locks.slot_)
     {
-      const ForkLock* l = slot.load(std::memory_order_acquire);
+      const ForkLock* l = slot.load(std::memory_order_seq_cst);
       if (l == nullptr)
-        continue;
+        break;
       unsigned at = count++;
       for (; at > 0 && taken_[at - 1]->order > l->order; at--)
         taken_[at] = taken_[at - 1];
@@ -124,7 +142,7 @@ namespace snmalloc
   {
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_parent();
-    fork_locks.adding_.unlock();
+    fork_locks.forking_.store(false, std::memory_order_release);
   }
 
   // The child's only thread is the one that forked: its copy of taken_.
@@ -132,6 +150,6 @@ namespace snmalloc
   {
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_child();
-    fork_locks.adding_.unlock();
+    fork_locks.forking_.store(false, std::memory_order_release);
   }
 } // namespace snmalloc

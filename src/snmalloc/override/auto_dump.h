@@ -336,8 +336,8 @@ namespace snmalloc::profile
     // not be set up.
     SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
+      fork_locks.add_deferred(fork_lock); // before lock_: see add_deferred
       LockGuard g(lock_);
-      fork_locks.add_deferred(fork_lock);
       config_ = c;
       kept_count_ = 0;
       kept_first_ = 0;

@@ -113,9 +113,7 @@ namespace snmalloc::profile::http
         return EBUSY;
       if (!hooks_registered_)
       {
-        if (
-          !fork_locks.add(fork_lock) ||
-          std::atexit(stop_at_exit) != 0)
+        if (std::atexit(stop_at_exit) != 0)
           return ENOMEM;
         hooks_registered_ = true;
       }
@@ -151,6 +149,9 @@ namespace snmalloc::profile::http
     // failed (EADDRINUSE, EACCES, ...).
     int start(const Address& address, Handler handler, int64_t timeout_ns = DEFAULT_TIMEOUT_NS)
     {
+      // Before control_: a fork must not find it held and not added.
+      if (!fork_locks.add(fork_lock))
+        return ENOMEM;
       ::pthread_mutex_lock(&control_);
       int error = start_locked(address, handler, timeout_ns);
       ::pthread_mutex_unlock(&control_);
