@@ -140,9 +140,9 @@ aarch64_left_out=(
   # guarded runs: func-api and func-api-thread-churn each ran past their
   # 300 s timeout under qemu on a loaded 2-core machine.
   'func-api'
-  # Runs out of memory under RLIMIT_AS, which qemu does not apply to the
+  # Run out of memory under RLIMIT_AS, which qemu does not apply to the
   # guest (it would fill the guest's 32 GiB instead).
-  'func-hardening-oom'
+  'func-hardening-oom' 'func-decay-wait$'
   # The malloc family against a shadow model: minutes of emulated time, and
   # no profiling path that the profile tests do not take.
   'func-hardening-model'
