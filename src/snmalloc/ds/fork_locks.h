@@ -42,10 +42,12 @@ namespace snmalloc
     // child's for good (no handler runs to release it), and the child's
     // first add() would wait for it forever.
     std::atomic<const ForkLock*> slot_[SLOTS] = {};
-    // From prepare until the handlers after fork(), in the parent and the
-    // child.  glibc runs one fork's handlers at a time.
-    std::atomic<bool> forking_{false};
+    // Forks between their prepare and the fork itself: a count, as glibc
+    // (2.36 here) runs two forks' handlers at once.
+    std::atomic<unsigned> forks_in_flight_{0};
     pthread_once_t register_once_ = PTHREAD_ONCE_INIT;
+    // Set by the registration, and by prepare, which runs only once the
+    // handlers are registered: a child inherits it.
     std::atomic<bool> registered_{false};
 
     // The locks this thread's fork took, in the order taken: one added
@@ -70,10 +72,12 @@ namespace snmalloc
     // profiling shim's text, libc's code and list: about one page fault
     // net at start-up).
     //
-    // The caller must not hold a lock that fork() takes: a lock new here
-    // is not taken by a fork whose prepare looked at the slots before it
-    // came, so the caller waits for that fork to finish before it may
-    // take the lock.
+    // When it returns, no fork is in flight that might not take `lock`: a
+    // fork whose prepare looked at the slots before `lock` came (added here
+    // or by another thread a moment ago) does not take it, so the caller
+    // must not take it until that fork is over.  The caller therefore
+    // holds no lock that a fork takes, or it could wait for a fork that
+    // waits for it.
     void add_deferred(const ForkLock& lock) noexcept
     {
       for (auto& slot : slot_)
@@ -84,15 +88,15 @@ namespace snmalloc
         while (l == nullptr && !slot.compare_exchange_weak(l, &lock, std::memory_order_seq_cst))
         {
         }
-        if (l == nullptr)
+        if (l == nullptr || l == &lock)
         {
-          // Seen by prepare, or prepare's flag seen here (both seq_cst).
-          while (forking_.load(std::memory_order_seq_cst))
+          // prepare counts itself in before it looks at the slots, this
+          // looks at the count after the slot (both seq_cst): a fork that
+          // missed `lock` is seen here.
+          while (forks_in_flight_.load(std::memory_order_seq_cst) != 0)
             ::sched_yield();
           return;
         }
-        if (l == &lock)
-          return;
       }
       report_fatal("fork_locks: more than 8 fork locks");
     }
@@ -100,8 +104,10 @@ namespace snmalloc
     // Register the handlers, then add `lock`.  false when pthread_atfork
     // failed (out of memory; not retried): the lock is added all the same.
     // The registration runs under pthread_once, which glibc restarts in a
-    // child whose parent forked in the middle of it; a flag claimed by a
-    // thread the child lacks would leave it unregistered for good.
+    // child whose parent forked in the middle of it (a flag claimed by a
+    // thread the child lacks would leave it unregistered for good); if that
+    // fork already ran the handlers, the child has them and does not
+    // register again, which would take every lock twice at its forks.
     bool add(const ForkLock& lock) noexcept
     {
       ::pthread_once(&register_once_, register_handlers);
@@ -114,13 +120,16 @@ namespace snmalloc
 
   inline void ForkLocks::register_handlers()
   {
+    if (fork_locks.registered_.load(std::memory_order_acquire))
+      return;
     fork_locks.registered_.store(
       ::pthread_atfork(prepare, in_parent, in_child) == 0, std::memory_order_release);
   }
 
   inline void ForkLocks::prepare()
   {
-    fork_locks.forking_.store(true, std::memory_order_seq_cst);
+    fork_locks.registered_.store(true, std::memory_order_relaxed);
+    fork_locks.forks_in_flight_.fetch_add(1, std::memory_order_seq_cst);
     // The locks in ascending order (insertion sort: few).
     unsigned count = 0;
     for (auto& slot : fork_locks.slot_)
@@ -138,18 +147,21 @@ namespace snmalloc
     taken_count_ = count;
   }
 
+  // The fork is done: an adder may take its lock now, while these are
+  // released.
   inline void ForkLocks::in_parent()
   {
+    fork_locks.forks_in_flight_.fetch_sub(1, std::memory_order_release);
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_parent();
-    fork_locks.forking_.store(false, std::memory_order_release);
   }
 
   // The child's only thread is the one that forked: its copy of taken_.
+  // The parent's other forks in flight are not the child's.
   inline void ForkLocks::in_child()
   {
+    fork_locks.forks_in_flight_.store(0, std::memory_order_release);
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_child();
-    fork_locks.forking_.store(false, std::memory_order_release);
   }
 } // namespace snmalloc

@@ -199,12 +199,13 @@ namespace snmalloc::profile
     static constexpr ForkLock fork_lock{
       http::Server::FORK_ORDER - 1, before_fork, after_fork_in_parent, in_fork_child};
 
-    bool start_helper_locked()
+    // `registered`: the fork handlers are (apply), which our own second
+    // thread needs, not relying on pthread_create allocating.
+    bool start_helper_locked(bool registered)
     {
       if (pipe_write_ >= 0)
         return true;
-      // Our own second thread does not rely on pthread_create allocating.
-      if (!fork_locks.add(fork_lock))
+      if (!registered)
         return false;
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0 || ::fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
@@ -336,7 +337,14 @@ namespace snmalloc::profile
     // not be set up.
     SNMALLOC_ONCE_PATH bool apply(const EnvConfig& c)
     {
-      fork_locks.add_deferred(fork_lock); // before lock_: see add_deferred
+      bool helper =
+        c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;
+      // Before lock_, which a fork takes: see add_deferred.
+      bool registered = true;
+      if (helper)
+        registered = fork_locks.add(fork_lock);
+      else
+        fork_locks.add_deferred(fork_lock);
       LockGuard g(lock_);
       config_ = c;
       kept_count_ = 0;
@@ -352,9 +360,7 @@ namespace snmalloc::profile
       }
       if (c.dump_at_exit || !c.peak_path.empty() || !c.footprint_path.empty() || c.leak_report)
         register_at_exit_locked();
-      bool helper =
-        c.dump_signal != 0 || c.dump_every != 0 || c.dump_period_seconds != 0 || c.dump_on_growth != 0;
-      if ((helper && !start_helper_locked()) || !install_signal_locked(c.dump_signal))
+      if ((helper && !start_helper_locked(registered)) || !install_signal_locked(c.dump_signal))
       {
         static const char msg[] =
           "snmalloc: SNMALLOC_PROFILE: could not start the dump helper thread or signal handler\n";
