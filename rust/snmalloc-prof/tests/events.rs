@@ -85,6 +85,30 @@ fn stream_shows_every_birth_and_death() {
             .or_default()
             .push((position, event.sample));
     }
+    if births.len() != ALLOCATED {
+        // Say where the missing births went: no event at all, another
+        // thread's, or outside the window by how much.
+        let tracked = outcome
+            .live
+            .iter()
+            .map(Tracked::address)
+            .chain(outcome.freed.iter().map(|&(address, _)| address));
+        for address in tracked.filter(|a| !births.contains_key(a)) {
+            let seen: Vec<String> = events
+                .iter()
+                .filter(|e| e.kind == EventKind::Alloc && e.sample.address == address)
+                .map(|e| {
+                    format!(
+                        "thread {} (ours {}), {} ns after the window's start",
+                        e.sample.thread_id,
+                        outcome.thread_id,
+                        e.sample.time_ns - outcome.start_ns
+                    )
+                })
+                .collect();
+            eprintln!("no birth in the window for {address:#x}: {seen:?}");
+        }
+    }
     assert_eq!(births.len(), ALLOCATED, "births at distinct addresses");
     assert_eq!(deaths.len(), FREED, "deaths at distinct addresses");
 

@@ -40,6 +40,7 @@
 #include "pprof/pprof_encoder.h"
 #include "snapshot.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace snmalloc::profile
@@ -59,13 +60,35 @@ namespace snmalloc::profile
     }
   };
 
+  // CLOCK_REALTIME - CLOCK_MONOTONIC, from the wall clock read between two
+  // monotonic reads, the closest of three tries: a thread preempted between
+  // two reads would date every sample that much early (on this VM 27 of
+  // 2,000,000 read pairs were 1-10 ms apart, 13 were 10-100 us).
+  inline int64_t wall_minus_monotonic_ns()
+  {
+    int64_t best_gap = INT64_MAX;
+    int64_t offset = 0;
+    for (int i = 0; i < 3; i++)
+    {
+      int64_t before = Pal::precise_monotonic_ns();
+      int64_t wall = Pal::time_ns();
+      int64_t gap = Pal::precise_monotonic_ns() - before;
+      if (gap < best_gap)
+      {
+        best_gap = gap;
+        offset = wall - (before + gap / 2);
+      }
+    }
+    return offset;
+  }
+
   inline int start(SampleMode mode, size_t rate)
   {
     if (rate == 0 || uint32_t(mode) > uint32_t(SampleMode::SizeClass))
       return EINVAL;
     if (settings.interval.load() == 0)
       settings.start_time_ns.store(Pal::time_ns());
-    settings.wall_minus_monotonic_ns.store(Pal::time_ns() - Pal::precise_monotonic_ns());
+    settings.wall_minus_monotonic_ns.store(wall_minus_monotonic_ns());
     settings.mode.store(mode);
     settings.interval.store(rate);
     settings.epoch.fetch_add(1, std::memory_order_release);

@@ -149,7 +149,8 @@ namespace snmalloc::profile::http
     // failed (EADDRINUSE, EACCES, ...).
     int start(const Address& address, Handler handler, int64_t timeout_ns = DEFAULT_TIMEOUT_NS)
     {
-      // Before control_: a fork must not find it held and not added.
+      // Before control_, here and in stop() and port(): a fork must not
+      // find it held and not added.
       if (!fork_locks.add(fork_lock))
         return ENOMEM;
       ::pthread_mutex_lock(&control_);
@@ -162,6 +163,7 @@ namespace snmalloc::profile::http
     // ESRCH if no server runs.
     int stop()
     {
+      fork_locks.add_deferred(fork_lock); // before control_, as in start()
       ::pthread_mutex_lock(&control_);
       ServerState* s = state_;
       if (s == nullptr)
@@ -186,6 +188,7 @@ namespace snmalloc::profile::http
     // The port served on; 0 when not serving.
     uint16_t port()
     {
+      fork_locks.add_deferred(fork_lock);
       ::pthread_mutex_lock(&control_);
       uint16_t p = port_;
       ::pthread_mutex_unlock(&control_);
