@@ -93,6 +93,17 @@ namespace snmalloc::profile::http
   private:
     static constexpr ForkLock fork_lock{FORK_ORDER, before_fork, after_fork_in_parent, in_fork_child};
 
+    // Takes control_ once the fork lock is in the registry, never before: a
+    // fork must not find control_ held and not take it.  False, and nothing
+    // taken, when the fork handlers could not be registered.
+    bool lock_control()
+    {
+      if (!fork_locks.add(fork_lock))
+        return false;
+      ::pthread_mutex_lock(&control_);
+      return true;
+    }
+
     // Start the thread on `s`.  0 or pthread_create's error.
     int start_thread(ServerState* s)
     {
@@ -149,11 +160,8 @@ namespace snmalloc::profile::http
     // failed (EADDRINUSE, EACCES, ...).
     int start(const Address& address, Handler handler, int64_t timeout_ns = DEFAULT_TIMEOUT_NS)
     {
-      // Before control_, here and in stop() and port(): a fork must not
-      // find it held and not added.
-      if (!fork_locks.add(fork_lock))
+      if (!lock_control())
         return ENOMEM;
-      ::pthread_mutex_lock(&control_);
       int error = start_locked(address, handler, timeout_ns);
       ::pthread_mutex_unlock(&control_);
       return error;
@@ -163,8 +171,8 @@ namespace snmalloc::profile::http
     // ESRCH if no server runs.
     int stop()
     {
-      fork_locks.add_deferred(fork_lock); // before control_, as in start()
-      ::pthread_mutex_lock(&control_);
+      if (!lock_control())
+        return ESRCH; // no server started without it
       ServerState* s = state_;
       if (s == nullptr)
       {
@@ -188,8 +196,8 @@ namespace snmalloc::profile::http
     // The port served on; 0 when not serving.
     uint16_t port()
     {
-      fork_locks.add_deferred(fork_lock);
-      ::pthread_mutex_lock(&control_);
+      if (!lock_control())
+        return 0;
       uint16_t p = port_;
       ::pthread_mutex_unlock(&control_);
       return p;
