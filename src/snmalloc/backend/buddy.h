@@ -150,7 +150,7 @@ namespace snmalloc
       if (index >= frontier_)
         return false;
       uintptr_t owner = at(index).get_owner();
-      if (!is_tag(owner) || tag_kind(owner) != ChunkKind::FreeBlock)
+      if (!is_tag_of(owner, ChunkKind::FreeBlock))
         return false;
       order = tag_payload(owner) & 63;
       return true;

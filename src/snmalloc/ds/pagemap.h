@@ -53,6 +53,12 @@ namespace snmalloc
     return ChunkKind((owner >> 1) & 0x7f);
   }
 
+  // A tag of `kind`, whatever its payload: one compare of the low byte.
+  constexpr bool is_tag_of(uintptr_t owner, ChunkKind kind)
+  {
+    return (owner & 0xff) == make_tag(kind, 0);
+  }
+
   constexpr uintptr_t tag_payload(uintptr_t owner)
   {
     return owner >> 8;

@@ -294,7 +294,7 @@ namespace snmalloc
     // A sampled object's size is in the record its start finds: any other
     // pointer into it is left to dealloc_slow to name.
     uintptr_t owner = pagemap.contains(p) ? pagemap.entry_of(p).get_owner() : 0;
-    bool sampled = is_tag(owner) && tag_kind(owner) == ChunkKind::Sampled;
+    bool sampled = is_tag_of(owner, ChunkKind::Sampled);
     size_t usable = sampled && !starts_object(p) ? 0 : alloc_size(p);
     if (
       usable != 0 &&

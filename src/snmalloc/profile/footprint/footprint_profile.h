@@ -45,7 +45,7 @@ namespace snmalloc::profile
       void add_held(uintptr_t address, size_t bytes)
       {
         uintptr_t owner = pagemap.entry_of(reinterpret_cast<void*>(address)).get_owner();
-        if (is_tag(owner) && tag_kind(owner) == ChunkKind::Sampled && tag_payload(owner) != 0)
+        if (is_tag_of(owner, ChunkKind::Sampled) && tag_payload(owner) != 0)
           in_sampled_runs += bytes;
         else if (pagemap.entry_of(reinterpret_cast<void*>(address)).get_meta() != 0)
           in_pool_slabs += bytes;

@@ -163,7 +163,7 @@ namespace
     for (size_t i = 0; i < carved; i++)
     {
       uintptr_t owner = snmalloc::pagemap.entries[i].get_owner();
-      n += snmalloc::is_tag(owner) && snmalloc::tag_kind(owner) == snmalloc::ChunkKind::Decommitting;
+      n += snmalloc::is_tag_of(owner, snmalloc::ChunkKind::Decommitting);
     }
     return n;
   }

@@ -12,6 +12,7 @@
 // to see X's chunks taken by that decay and then asks for 200 MiB, which
 // only X's range can give.  Then X is allocated and written again.
 #include "support/child_wait.h"
+#include "support/exhaust.h"
 
 #include <snmalloc/snmalloc.h>
 
@@ -23,7 +24,6 @@
 #include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
-#include <vector>
 
 namespace
 {
@@ -39,26 +39,10 @@ namespace
   bool decommitting(const void* p)
   {
     uintptr_t owner = snmalloc::pagemap.entry_of(p).get_owner();
-    return snmalloc::is_tag(owner) && snmalloc::tag_kind(owner) == snmalloc::ChunkKind::Decommitting;
+    return snmalloc::is_tag_of(owner, snmalloc::ChunkKind::Decommitting);
   }
 
-  // Take every block there is, halving the size down to one chunk.
-  std::vector<void*> fill_arena()
-  {
-    std::vector<void*> held;
-    held.reserve(1 << 16);
-    for (size_t size = 512 * MiB; size >= (size_t(16) << 10); size /= 2)
-    {
-      while (held.size() < held.capacity())
-      {
-        void* p = snmalloc::alloc(size);
-        if (p == nullptr)
-          break;
-        held.push_back(p);
-      }
-    }
-    return held;
-  }
+  void* held[1 << 16];
 
   int run()
   {
@@ -69,7 +53,9 @@ namespace
       return 2;
     }
     std::memset(x, 1, X_BYTES);
-    std::vector<void*> held = fill_arena();
+    // Every block there is, from 512 MiB down to one chunk, never freed.
+    snmalloc_test::exhaust(held, sizeof(held) / sizeof(held[0]), 512 * MiB, size_t(16) << 10,
+      [](size_t size) { return snmalloc::alloc(size); });
     if (snmalloc::alloc(REQUEST_BYTES) != nullptr)
     {
       std::fprintf(stderr, "decay_wait: the arena is not full\n");

@@ -5,6 +5,7 @@
 // of what the rest of the process leaves, and the child fills it with large
 // blocks it never touches, so this costs address space, not memory.
 #include "support/death.h"
+#include "support/exhaust.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -35,19 +36,11 @@ namespace
   void* held[1 << 16];
   size_t held_count = 0;
 
-  // Take every block there is, halving the size down to one chunk.
+  // Take every block there is, from 1 GiB down to one chunk.
   void exhaust()
   {
-    for (size_t size = size_t(1) << 30; size >= (size_t(16) << 10); size /= 2)
-    {
-      while (held_count < sizeof(held) / sizeof(held[0]))
-      {
-        void* p = std::malloc(size);
-        if (p == nullptr)
-          break;
-        held[held_count++] = p;
-      }
-    }
+    held_count = snmalloc_test::exhaust(held, sizeof(held) / sizeof(held[0]), size_t(1) << 30,
+      size_t(16) << 10, [](size_t size) { return std::malloc(size); });
   }
 
   void release()
