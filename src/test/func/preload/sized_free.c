@@ -1,6 +1,7 @@
-/* Run with a shim preloaded: C23's free_sized and free_aligned_sized are
-   the shim's (a C library's would pass the shim's objects to its own
-   free) and free what they are given.  Found with dlsym, as the C library
+/* Run with a shim preloaded: C23's free_sized and free_aligned_sized, and
+   the old cfree that glibc still exports, are the shim's (a C library's
+   would pass the shim's objects to its own free) and free what they are
+   given.  Found with dlsym, as the C library
    of the build machine may not declare them. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 
 typedef void (*free_sized_fn)(void*, size_t);
 typedef void (*free_aligned_sized_fn)(void*, size_t, size_t);
+typedef void (*cfree_fn)(void*);
 
 static void* shim_function(const char* name)
 {
@@ -36,8 +38,9 @@ int main(void)
   free_sized_fn free_sized = (free_sized_fn)shim_function("free_sized");
   free_aligned_sized_fn free_aligned_sized =
     (free_aligned_sized_fn)shim_function("free_aligned_sized");
+  cfree_fn cfree = (cfree_fn)shim_function("cfree");
   size_t before = in_use();
-  /* Enough that a leak of either would be gigabytes. */
+  /* Enough that a leak by any of the three would be gigabytes. */
   static const size_t sizes[] = {24, 1000, 20000, 100000, 1 << 21};
   for (int round = 0; round < 20000; round++)
   {
@@ -54,8 +57,16 @@ int main(void)
     }
     memset(q, round, size);
     free_aligned_sized(q, align, size);
+    void* r = calloc(1, size);
+    if (r == NULL)
+    {
+      fprintf(stderr, "FAIL: calloc(1, %zu)\n", size);
+      return 1;
+    }
+    cfree(r);
   }
   free_sized(NULL, 8);
+  cfree(NULL);
   size_t after = in_use();
   if (after > before + (1 << 20))
   {
