@@ -22,13 +22,15 @@
 //             fallback), stack_table.h + hash_index.h (interned stacks,
 //             sites with cumulative counts)
 //   samples/  keep: sample_list.h (per-allocator live samples),
+//             sample_life.h (a sample taken and ended),
 //             profile_pool.h (the secondary allocator), live_samples.h
 //             (copy under locks), peak_profile.h, dump_triggers.h,
 //             event_stream.h (the raw stream), lifetime_stats.h (per
 //             site, how long freed objects lived)
 //   symbols/  symbolize.h (mappings, build IDs, names for dumps),
 //             signal_symbolize.h (names without malloc, for fault reports)
-//   guard/    guarded_slots.h, guard_report.h, guard_signal.h
+//   guard/    guarded_slots.h, guarded_free.h, guard_report.h,
+//             guard_signal.h
 //   pprof/    encode and write: protobuf_writer.h, pprof_encoder.h,
 //             lifetime_encoder.h, profile_delta.h, dump_file.h (gzip,
 //             or plain without zlib; temp file + rename),
