@@ -31,8 +31,10 @@
 //        -> dealloc_not_in_slab         large_run::dealloc /
 //                                       Profiler::dealloc_sampled / zero size
 //   handle_messages -> take_messages    the inbox, 4 chains walked at once
+//                                       (inbox_walk.h)
 
 #include "heap_counts.h"
+#include "inbox_walk.h"
 #include "large_run.h"
 #include "local_cache.h"
 #include "no_profiler.h"
@@ -110,21 +112,6 @@ namespace snmalloc
       backend.dealloc_meta(meta, sizeof(SlabMeta));
     }
 
-    // A link read from the message object `at`: the objects of a message
-    // are of many slabs, so each must at least be in the arena `map`
-    // (dealloc_local_checked_owner checks the rest).  A link overwritten
-    // after the free (with encoded links, any overwrite) points elsewhere.
-    SNMALLOC_FAST_PATH static FreeObject*
-    message_link(const FreeObject* at, FreeObject* next, const Pagemap& map)
-    {
-      if (SNMALLOC_UNLIKELY(!map.contains(next)))
-      {
-        if (next != nullptr)
-          report_corrupt_link(at);
-      }
-      return next;
-    }
-
     // dealloc_local(p) given p's pagemap entry and this allocator's owner
     // value, which the message walk holds in registers.
     SNMALLOC_FAST_PATH void
@@ -138,6 +125,19 @@ namespace snmalloc
         report_bad_free(BadFree::Interior, p);
       dealloc_local(p, meta);
     }
+
+    // The inbox walk's free of one object (mem/inbox_walk.h), with this
+    // allocator's owner value, which the walk keeps in a register.
+    struct FreeFromInbox
+    {
+      CoreAlloc* core;
+      uintptr_t owner;
+
+      SNMALLOC_FAST_PATH void operator()(FreeObject* f, const PagemapEntry& entry) const
+      {
+        core->dealloc_local_checked_owner(f, entry, owner);
+      }
+    };
 
   public:
     // `owner_value` is what this allocator's pagemap entries say: its own
@@ -417,116 +417,11 @@ namespace snmalloc
         take_messages();
     }
 
-    // Walks LANES chains at a time: each step's loads are independent, so
-    // their cache misses overlap (one chain at a time took 18% of
-    // producer-consumer's CPU samples, 83% of them on the load of the next
-    // link).  The chains are dealt out from the one stack as walkers
-    // finish, or are the checks build's stacks.  The lanes are unrolled
-    // and the pagemap and owner held in locals, so that all stay in
-    // registers (the frees' stores could alias the globals): with the
-    // lanes an array in memory, the walk was 40 instructions an object on
-    // perf-producer-freer, then 27.  A lane holds its next object's offset
-    // in the arena, which the test of its link computes anyway and its
-    // pagemap entry is found from: 25 (perf-larson 1340.4 -> 1339.2 M).
-    // A lane that has ended holds ENDED, or any offset past the arena.
+    // The walk of the inbox, out of line.
     SNMALLOC_SLOW_PATH void take_messages()
     {
-      const Pagemap map = pagemap;
-      const uintptr_t owner = owner_value_;
-      constexpr auto lanes = std::make_index_sequence<MessageQueue::LANES>{};
-      uintptr_t lane[MessageQueue::LANES];
-      end_lanes(lane, lanes);
-      FreeObject* chains = nullptr;
-      if constexpr (MessageQueue::CHAINS_APART)
-        chains = queue.take_all();
-      else
-      {
-        for (size_t i = 0; i < MessageQueue::STACKS; i++)
-          lane[i] = map.offset_of(queue.take_all(i)); // nullptr: past the arena
-      }
-      while (walk_lanes(lane, chains, map, owner, lanes))
-      {
-        if (all_busy(lane, map, lanes))
-        {
-          while (walk_busy_lanes(lane, map, owner, lanes))
-            ;
-        }
-      }
-    }
-
-    static constexpr uintptr_t ENDED = ~uintptr_t(0);
-
-    // Unrolled, as a loop's stores kept the lanes in memory.
-    template<size_t... I>
-    SNMALLOC_FAST_PATH static void
-    end_lanes(uintptr_t (&lane)[MessageQueue::LANES], std::index_sequence<I...>)
-    {
-      ((lane[I] = ENDED), ...);
-    }
-
-    // One step of each lane of take_messages, a lane that has ended taking
-    // the next chain; false once every lane has ended and no chain is left.
-    template<size_t... I>
-    SNMALLOC_FAST_PATH bool walk_lanes(
-      uintptr_t (&lane)[MessageQueue::LANES],
-      FreeObject*& chains,
-      const Pagemap& map,
-      uintptr_t owner,
-      std::index_sequence<I...>)
-    {
-      // Every lane steps: `|`, not `||`, which would stop at the first.
-      return (int(walk_lane(lane[I], chains, map, owner)) | ...) != 0;
-    }
-
-    SNMALLOC_FAST_PATH bool
-    walk_lane(uintptr_t& lane, FreeObject*& chains, const Pagemap& map, uintptr_t owner)
-    {
-      if (lane >= map.size)
-      {
-        if (chains == nullptr)
-          return false;
-        FreeObject* chain = chains;
-        chains = message_link(chain, MessageQueue::next_chain(chain), map);
-        lane = map.offset_of(chain);
-      }
-      walk_busy_lane(lane, map, owner);
-      return true;
-    }
-
-    template<size_t... I>
-    SNMALLOC_FAST_PATH static bool all_busy(
-      const uintptr_t (&lane)[MessageQueue::LANES], const Pagemap& map, std::index_sequence<I...>)
-    {
-      return ((lane[I] < map.size) && ...);
-    }
-
-    // The usual round, every lane busy, as long as none ends: no lane is
-    // tested but by its link (2 instructions an object less).
-    template<size_t... I>
-    SNMALLOC_FAST_PATH bool walk_busy_lanes(
-      uintptr_t (&lane)[MessageQueue::LANES],
-      const Pagemap& map,
-      uintptr_t owner,
-      std::index_sequence<I...>)
-    {
-      return (walk_busy_lane(lane[I], map, owner) && ...);
-    }
-
-    // Free the lane's object and step to the next; false if none is next.
-    // The link is read before the free overwrites it, and checked as
-    // message_link does after, where its one compare is also the test of
-    // the loop.
-    SNMALLOC_FAST_PATH bool walk_busy_lane(uintptr_t& lane, const Pagemap& map, uintptr_t owner)
-    {
-      auto* f = reinterpret_cast<FreeObject*>(map.base + lane);
-      FreeObject* next = f->next_relaxed();
-      dealloc_local_checked_owner(f, map.entry_at(lane), owner);
-      lane = map.offset_of(next);
-      if (SNMALLOC_LIKELY(lane < map.size))
-        return true;
-      if (next != nullptr)
-        report_corrupt_link(f);
-      return false;
+      FreeFromInbox free_one{this, owner_value_};
+      InboxWalk<FreeFromInbox>(pagemap, free_one).run(queue);
     }
 
     // p, of `meta`'s slab, owned by `owner`.
