@@ -30,6 +30,7 @@ namespace snmalloc
     static constexpr size_t LANES = MessageQueue::LANES;
     static constexpr uintptr_t ENDED = ~uintptr_t(0);
     using Lanes = std::make_index_sequence<LANES>;
+    static_assert(MessageQueue::STACKS <= LANES, "run() gives each stack a lane");
 
     const Pagemap map_;
     const FreeOne free_one_;

@@ -9,7 +9,7 @@ namespace snmalloc_test
 {
   // Blocks of `largest` bytes until `alloc(size)` refuses one, then of half
   // that, and so on down to `smallest`, while `held` has room for them.
-  // The number of blocks held.
+  // The number of blocks held.  `smallest` is not 0.
   template<typename Alloc>
   size_t exhaust(void** held, size_t capacity, size_t largest, size_t smallest, Alloc alloc)
   {

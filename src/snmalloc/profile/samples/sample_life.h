@@ -7,9 +7,12 @@
 
 #include "../core/thread_labels.h"
 #include "../stacks/stack_capture.h"
+#include "../stacks/stack_table.h"
 #include "dump_triggers.h"
 #include "event_stream.h"
 #include "lifetime_stats.h"
+#include "peak_profile.h"
+#include "sample_list.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

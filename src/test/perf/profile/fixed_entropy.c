@@ -3,7 +3,9 @@
    the same places from run to run.  Which objects are sampled moves the
    instruction counts of a profiled run (on perf-large-churn, where the
    sampled runs are placed, by over 1%); the median over a few seeds is
-   then a figure a reader can reproduce exactly. */
+   then a figure a reader can reproduce exactly.  One thread's runs only:
+   threads that seed in a varying order get varying streams (the state is
+   shared and unsynchronised). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
