@@ -229,13 +229,19 @@ namespace snmalloc
 
     // Give back `bytes` from `base`: a run from alloc_chunks, or part of
     // one.  Its pagemap entries must already be cleared by the caller.
-    // `clean`: its pages were just replaced and read as zero.
+    // `clean`: its pages were just replaced and read as zero.  Otherwise
+    // its first word takes the freed run's mark (ds/encoded_link.h), one
+    // store to a line the program has likely just used; the checks build
+    // makes the run inaccessible instead.
     void dealloc_chunks(void* base, size_t bytes, bool clean = false) noexcept
     {
+      bool marked = !config::checks && !clean;
       if constexpr (config::checks)
         (void)Pal::protect(base, bytes);
+      else if (marked)
+        *static_cast<uintptr_t*>(base) = freed_run_mark(base);
       locked_then_decay([&] {
-        buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean);
+        buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean, marked);
         if (!clean)
           free_resident_ += bytes;
         in_use_bytes_ -= bytes;

@@ -13,8 +13,11 @@
 //
 // Free blocks are described out of band, in the pagemap entry of their first
 // chunk, so a free block's memory is never touched (it may be decommitted):
-//   owner = tag(FreeBlock, order | dirty << 6 | aged << 7)
+//   owner = tag(FreeBlock, order | dirty << 6 | aged << 7 | marks << 8)
 //   meta  = prev index << 32 | next index      (doubly linked per order)
+// The exception is the first word of a run freed with its pages resident,
+// its mark, which is compared when the chunk is taken again (the marks a
+// block records: backend/block_marks.h).
 // An entry carries a FreeBlock tag only while its block is on a free list:
 // the tag is written on insertion and overwritten on removal, so the buddy
 // test "entry says free with my order" is exact.
@@ -32,6 +35,7 @@
 // decommit_taken's.
 
 #include "arena.h"
+#include "block_marks.h"
 
 namespace snmalloc
 {
@@ -144,15 +148,26 @@ namespace snmalloc
         dirty_chunks_ -= size_t(1) << order;
     }
 
-    // The order of the free block starting at chunk `index`, if one does.
-    bool free_block_at(size_t index, size_t& order) const
+    // The tag payload (order, flags, marks) of the free block starting at
+    // chunk `index`, if one does.
+    bool free_payload_at(size_t index, uintptr_t& payload) const
     {
       if (index >= frontier_)
         return false;
       uintptr_t owner = at(index).get_owner();
       if (!is_tag_of(owner, ChunkKind::FreeBlock))
         return false;
-      order = tag_payload(owner) & 63;
+      payload = tag_payload(owner);
+      return true;
+    }
+
+    // The order of the free block starting at chunk `index`, if one does.
+    bool free_block_at(size_t index, size_t& order) const
+    {
+      uintptr_t payload = 0;
+      if (!free_payload_at(index, payload))
+        return false;
+      order = payload & 63;
       return true;
     }
 
@@ -353,13 +368,18 @@ namespace snmalloc
       if (fit == Fit::Low && o < MAX_ORDER && heads_[o + 1] < heads_[o])
         o++;
       size_t index = heads_[o];
-      uintptr_t flags = flags_of(index);
+      uintptr_t payload = tag_payload(at(index).get_owner());
+      uintptr_t flags = payload & (DIRTY | AGED);
+      BlockMarks marks;
+      marks.add_recorded(index, payload);
       remove(index, o);
+      marks.check(index, index + (size_t(1) << order));
       // Split down, keeping the lower half each time.
       while (o > order)
       {
         o--;
-        insert(index + (size_t(1) << o), o, flags);
+        size_t half = index + (size_t(1) << o);
+        insert(half, o, flags | marks.bits_for(half, o));
       }
       return {index, (flags & DIRTY) != 0, true};
     }
@@ -391,11 +411,13 @@ namespace snmalloc
     }
 
     // Give back a run from alloc_run (or any range of chunks handed out).
-    // Clean runs read as zero (their pages were just replaced).
-    void dealloc_run(size_t index, size_t chunks, bool clean = false)
+    // Clean runs read as zero (their pages were just replaced); a `marked`
+    // one holds its mark in its first word.
+    void dealloc_run(size_t index, size_t chunks, bool clean = false, bool marked = false)
     {
-      for_each_aligned_block(
-        index, index + chunks, [&](size_t i, size_t o) { dealloc(i, o, clean); });
+      for_each_aligned_block(index, index + chunks, [&](size_t i, size_t o) {
+        dealloc(i, o, clean, marked && i == index);
+      });
     }
 
     // Take the chunks [index, index + chunks) if every one is free or beyond
@@ -421,13 +443,20 @@ namespace snmalloc
       dirty = false;
       for (size_t i = index; i < end && i < frontier_;)
       {
-        free_block_at(i, order);
-        uintptr_t flags = flags_of(i);
+        uintptr_t payload = 0;
+        free_payload_at(i, payload);
+        order = payload & 63;
+        uintptr_t flags = payload & (DIRTY | AGED);
+        BlockMarks marks;
+        marks.add_recorded(i, payload);
         size_t block_end = i + (size_t(1) << order);
+        size_t taken_end = end < block_end ? end : block_end;
         remove(i, order);
         dirty |= (flags & DIRTY) != 0;
-        for_each_aligned_block(
-          end < block_end ? end : block_end, block_end, [&](size_t b, size_t o) { insert(b, o, flags); });
+        marks.check(i, taken_end);
+        for_each_aligned_block(taken_end, block_end, [&](size_t b, size_t o) {
+          insert(b, o, flags | marks.bits_for(b, o));
+        });
         i = block_end;
       }
       if (end > frontier_)
@@ -437,20 +466,26 @@ namespace snmalloc
 
     // A freed block is dirty and young (unless the caller has just replaced
     // its pages); merged with its buddies, it stays young (the merged block
-    // holds newly freed pages).
-    void dealloc(size_t index, size_t order, bool clean = false)
+    // holds newly freed pages).  It records its own mark (`marked`: at its
+    // first chunk) before its buddies'.
+    void dealloc(size_t index, size_t order, bool clean = false, bool marked = false)
     {
+      BlockMarks marks;
+      if (marked)
+        marks.add(index);
       while (order < MAX_ORDER)
       {
         size_t buddy = index ^ (size_t(1) << order);
-        if (!is_free_block(buddy, order))
+        uintptr_t payload = 0;
+        if (!free_payload_at(buddy, payload) || (payload & 63) != order)
           break;
+        marks.add_recorded(buddy, payload);
         remove(buddy, order);
         index &= ~(size_t(1) << order);
         order++;
         clean = false;
       }
-      insert(index, order, clean ? 0 : DIRTY);
+      insert(index, order, clean ? 0 : DIRTY | marks.bits_for(index, order));
     }
 
     // A decay's first step: take off the free lists the dirty blocks whose
@@ -480,7 +515,9 @@ namespace snmalloc
             bytes += size_t(1) << (o + config::CHUNK_BITS);
           }
           else if ((flags & DIRTY) != 0)
-            at(i).owner.store(free_tag(o, DIRTY | AGED), std::memory_order_relaxed);
+            at(i).owner.store(
+              free_tag(o, (tag_payload(at(i).get_owner()) & ~uintptr_t(63)) | AGED),
+              std::memory_order_relaxed);
           i = next;
         }
       }

@@ -13,6 +13,15 @@
 // nobody reading another.  The same mask marks freed objects in the checks
 // build (FreeObject::mark_free).  The default build's mask is 0: links are
 // plain pointers, and the code is the same instruction for instruction.
+//
+// The default build marks freed runs of chunks instead (large objects,
+// released slabs; the checks build makes them inaccessible): the run's
+// first word holds `freed_run_mark(at)` while its pages stay resident, and
+// the backend compares it when the chunk is taken again
+// (backend/block_marks.h), so a write after free into the start of a large
+// object stops the program at the next allocation there instead of going
+// unseen.  Without a secret the mark finds mistakes, not forgeries, as the
+// default build's plain links do.
 
 #include "../pal/pal.h"
 
@@ -32,6 +41,13 @@ namespace snmalloc
     }
   }
 
+  // The address and the secret mixed: a multiply by an odd constant
+  // spreads every bit of both over the high bits, which the readers check.
+  SNMALLOC_FAST_PATH uintptr_t mix_with_secret(const void* at)
+  {
+    return (reinterpret_cast<uintptr_t>(at) ^ link_secret) * 0x9e3779b97f4a7c15;
+  }
+
   SNMALLOC_FAST_PATH uintptr_t link_mask(const void* at)
   {
     if constexpr (!config::checks)
@@ -39,9 +55,13 @@ namespace snmalloc
       (void)at;
       return 0;
     }
-    // A multiply by an odd constant spreads every bit of address and secret
-    // over the high bits, which the readers check.
-    return (reinterpret_cast<uintptr_t>(at) ^ link_secret) * 0x9e3779b97f4a7c15;
+    return mix_with_secret(at);
+  }
+
+  // The word a freed run holds at `at`, its start.
+  inline uintptr_t freed_run_mark(const void* at)
+  {
+    return mix_with_secret(at);
   }
 
   SNMALLOC_FAST_PATH uintptr_t encode_link(const void* next, const void* at)

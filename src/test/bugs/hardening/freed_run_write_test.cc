@@ -1,0 +1,255 @@
+// A write into a large object after its free, anywhere in its first eight
+// bytes, must stop the program, at the latest when the memory is handed
+// out again: before the next owner of those bytes gets a block the old
+// owner scribbled on.  The default build stops it then, with one line that
+// names the freed object's address; the checks build, whose freed runs are
+// inaccessible, stops it at the write (SIGSEGV).  Each case runs in a
+// forked child, which reports an allocation that covered the freed object
+// unnoticed (exit code COVERED) instead of dying.  The same holds whatever
+// was freed around the object first, and what size is allocated next.
+// Programs without the bug, and freed runs whose pages went back to the
+// kernel, must never be stopped.
+#include "support/death.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <malloc.h>
+#include <snmalloc/snmalloc.h>
+#include <vector>
+
+using namespace snmalloc_test;
+
+namespace
+{
+  constexpr int COVERED = 4;
+  constexpr int NO_ROW = 7;
+
+  // Large objects only: past the largest small class, of one chunk or of
+  // many, a power of two or not.
+  const size_t sizes[] = {
+    snmalloc::config::MAX_SMALL_SIZE + 1, 100000, 256 * 1024, (1 << 20) + 16384, 3 << 20};
+
+  enum class Scribble
+  {
+    FirstWord,
+    OneByte,
+    SixtyFour,
+    FirstPage,
+  };
+
+  void scribble(char* p, Scribble how)
+  {
+    volatile char* v = static_cast<char*>(hide(p));
+    switch (how)
+    {
+      case Scribble::FirstWord:
+        *reinterpret_cast<volatile uint64_t*>(v) = 0;
+        break;
+      case Scribble::OneByte:
+        v[3] ^= 0x20;
+        break;
+      case Scribble::SixtyFour:
+        for (size_t i = 0; i < 64; i++)
+          v[i] = 0x41;
+        break;
+      case Scribble::FirstPage:
+        std::memset(p, 0x5a, 4096);
+        break;
+    }
+  }
+
+  // What the program does around its bug.
+  enum class Order
+  {
+    Alone, // free, write, allocate the size again
+    BeforeFreedFirst, // the object allocated just before it was freed first
+    AfterFreedToo, // the object allocated just after it is freed after it
+    SmallerNext, // the next allocations are of half the size
+    LargerNext, // the one after it freed too, then twice the size
+  };
+
+  bool covers(const char* q, size_t size, const char* p)
+  {
+    return q != nullptr && q <= p && p < q + size;
+  }
+
+  // Three blocks of `size` side by side, and a fourth after them, so that
+  // what the frees below leave free is bounded: else best fit may place
+  // the next blocks elsewhere first.  The blocks of tries that came apart
+  // stay allocated (the next tries go past them).  The checks build puts
+  // guard pages between blocks, and its freed ones fault wherever they
+  // lie: any three do.
+  struct Row
+  {
+    char* before;
+    char* p;
+    char* after;
+  };
+
+  Row row_of(size_t size)
+  {
+    for (int tries = 0; tries < 16; tries++)
+    {
+      char* a = static_cast<char*>(std::malloc(size));
+      char* b = static_cast<char*>(std::malloc(size));
+      char* c = static_cast<char*>(std::malloc(size));
+      size_t run = malloc_usable_size(a);
+      bool side_by_side = b == a + run && c == b + run;
+      if ((side_by_side || snmalloc::config::checks) && std::malloc(size) != nullptr)
+        return {a, b, c};
+    }
+    ::_exit(NO_ROW);
+  }
+
+  // In the child: the bug, then allocations until one covers the freed
+  // object (COVERED) or 64 have not (exit 0).
+  template<typename Tell>
+  void write_after_free(Tell tell, size_t size, Scribble how, Order order)
+  {
+    auto [before, p, after] = row_of(size);
+    std::memset(p, 0x11, size);
+    tell(p);
+    if (order == Order::BeforeFreedFirst)
+      std::free(before);
+    std::free(p);
+    if (order == Order::AfterFreedToo || order == Order::LargerNext)
+      std::free(after);
+    scribble(p, how);
+    size_t next = order == Order::LargerNext ? size * 2 : size;
+    if (order == Order::SmallerNext && size / 2 > snmalloc::config::MAX_SMALL_SIZE)
+      next = size / 2;
+    for (int i = 0; i < 64; i++)
+    {
+      char* q = static_cast<char*>(std::malloc(next));
+      if (covers(q, next, p))
+        ::_exit(COVERED);
+    }
+    ::_exit(0);
+  }
+
+  void expect_stopped(size_t size, Scribble how, Order order)
+  {
+    auto [end, p] = run_telling([&](auto tell) { write_after_free(tell, size, how, order); });
+    INFO("size " << size << ", scribble " << int(how) << ", order " << int(order));
+    INFO("child's stderr: " << end.stderr_text);
+    REQUIRE(end.exit_code != NO_ROW);
+    CHECK(end.exit_code != COVERED);
+    if (snmalloc::config::checks)
+    {
+      CHECK(end.signal == SIGSEGV);
+      return;
+    }
+    CHECK(end.signal == SIGABRT);
+    CHECK(end.stderr_text == fatal_line("freed memory written (write after free?) at", p, ""));
+  }
+}
+
+TEST_CASE("a write after free at a large object's start stops the program", "[freed-run]")
+{
+  for (size_t size : sizes)
+    for (Scribble how :
+         {Scribble::FirstWord, Scribble::OneByte, Scribble::SixtyFour, Scribble::FirstPage})
+      expect_stopped(size, how, Order::Alone);
+}
+
+TEST_CASE("so does one whose neighbours were freed around it", "[freed-run]")
+{
+  for (size_t size : sizes)
+    for (Order order : {Order::BeforeFreedFirst, Order::AfterFreedToo})
+      expect_stopped(size, Scribble::SixtyFour, order);
+}
+
+TEST_CASE("so does one whose memory goes to a smaller or larger object", "[freed-run]")
+{
+  for (size_t size : sizes)
+    for (Order order : {Order::SmallerNext, Order::LargerNext})
+      expect_stopped(size, Scribble::FirstWord, order);
+}
+
+// Random large blocks replaced, grown and shrunk by realloc, freed in any
+// order, every byte of each written and checked: the heap's own use of
+// freed memory never trips the check.
+TEST_CASE("programs without the bug run to their end", "[freed-run]")
+{
+  ChildEnd end = run_in_child([] {
+    uint64_t state = 0x9e3779b97f4a7c15;
+    auto next = [&] {
+      state = state * 6364136223846793005 + 1442695040888963407;
+      return state >> 33;
+    };
+    struct Block
+    {
+      unsigned char* p = nullptr;
+      size_t size = 0;
+      unsigned char fill = 0;
+    };
+    std::vector<Block> live(48);
+    auto check = [](const Block& b) {
+      for (size_t i = 0; i < b.size; i += 4093)
+        if (b.p[i] != b.fill)
+          ::_exit(5);
+    };
+    for (int op = 0; op < 3000; op++)
+    {
+      Block& b = live[next() % live.size()];
+      size_t size = snmalloc::config::MAX_SMALL_SIZE + 1 + next() % (2 << 20);
+      if (b.p != nullptr)
+        check(b);
+      if (b.p != nullptr && next() % 4 == 0)
+      {
+        // Grown or shrunk in place where it can be, moved where not.
+        b.p = static_cast<unsigned char*>(std::realloc(b.p, size));
+        std::memset(b.p, b.fill, size);
+      }
+      else
+      {
+        std::free(b.p);
+        b.p = static_cast<unsigned char*>(std::malloc(size));
+        b.fill = static_cast<unsigned char>(next());
+        std::memset(b.p, b.fill, size);
+      }
+      b.size = size;
+      if (op % 1000 == 999)
+        snmalloc::trim();
+    }
+    for (Block& b : live)
+    {
+      check(b);
+      std::free(b.p);
+    }
+  });
+  INFO("child's stderr: " << end.stderr_text);
+  CHECK(end.signal == 0);
+  CHECK(end.exit_code == 0);
+}
+
+// Once the kernel has the pages back, the freed run reads as zero: what
+// was written is gone with them and nothing is reported.
+TEST_CASE("a freed run whose pages went back is not reported", "[freed-run]")
+{
+  if (snmalloc::config::checks)
+    return; // there, the write itself faults
+  for (size_t size : sizes)
+  {
+    auto [end, p] = run_telling([size](auto tell) {
+      char* p = static_cast<char*>(std::malloc(size));
+      std::memset(p, 0x11, size);
+      tell(p);
+      std::free(p);
+      scribble(p, Scribble::SixtyFour);
+      snmalloc::trim();
+      for (int i = 0; i < 64; i++)
+      {
+        char* q = static_cast<char*>(std::malloc(size));
+        if (covers(q, size, p))
+          ::_exit(q[0] == 0 ? COVERED : 6);
+      }
+      ::_exit(0);
+    });
+    INFO("size " << size << ", child's stderr: " << end.stderr_text);
+    CHECK(end.signal == 0);
+    CHECK(end.exit_code == COVERED);
+  }
+}
