@@ -104,12 +104,24 @@ namespace snmalloc
     SNMALLOC_FAST_PATH void locked_then_decay(F&& f) noexcept
     {
       uint32_t decaying;
+      void* overwritten;
       {
         LockGuard g(lock_);
         f();
         decaying = decay_due_locked();
+        overwritten = buddy_.take_overwritten();
       }
       finish_decay(decaying);
+      report_if_overwritten(overwritten);
+    }
+
+    // A freed run's mark the buddy found overwritten while the lock was
+    // held, reported now that it is not: a SIGABRT handler that allocates
+    // (a crash reporter) would otherwise spin on it.
+    static void report_if_overwritten(void* at) noexcept
+    {
+      if (at != nullptr)
+        report_fatal_at("freed memory written (write after free?) at", at);
     }
 
     // With the lock held (and held again on return): wait until no decay
@@ -205,71 +217,9 @@ namespace snmalloc
       return result;
     }
 
-  public:
-    // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
-    // power of two; at least CHUNK_SIZE is implied), for a slab or other
-    // fixed-size use.  The caller sets its pagemap entries.
-    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
+    // extend_chunks' work, with the lock held.
+    bool extend_chunks_locked(void* base, size_t bytes, size_t new_bytes) noexcept
     {
-      return alloc_chunks_by(Buddy::Fit::Warm, bytes, align, 0, 0);
-    }
-
-    // The same for a large object, packed among free chunks, or when it is
-    // `growing` (realloc moves it) placed low with room after it to grow
-    // into (Buddy::Fit).  The checks build leaves the first `guard_before`
-    // and the last `guard_after` bytes inaccessible, and places every run
-    // low, never packed: packed among slabs, a run's object lay 1 MiB past
-    // a small object, where that build promises a stray write faults.
-    Chunks alloc_large_chunks(
-      size_t bytes, size_t align, bool growing, size_t guard_before = 0, size_t guard_after = 0) noexcept
-    {
-      Buddy::Fit fit = growing || config::checks ? Buddy::Fit::Low : Buddy::Fit::Packed;
-      return alloc_chunks_by(fit, bytes, align, guard_before, guard_after);
-    }
-
-    // Give back `bytes` from `base`: a run from alloc_chunks, or part of
-    // one.  Its pagemap entries must already be cleared by the caller.
-    // `clean`: its pages were just replaced and read as zero.  Otherwise
-    // its first word takes the freed run's mark (ds/encoded_link.h), one
-    // store to a line the program has likely just used; the checks build
-    // makes the run inaccessible instead.
-    void dealloc_chunks(void* base, size_t bytes, bool clean = false) noexcept
-    {
-      bool marked = !config::checks && !clean;
-      if constexpr (config::checks)
-        (void)Pal::protect(base, bytes);
-      else if (marked)
-        *static_cast<uintptr_t*>(base) = freed_run_mark(base);
-      locked_then_decay([&] {
-        buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean, marked);
-        if (!clean)
-          free_resident_ += bytes;
-        in_use_bytes_ -= bytes;
-      });
-    }
-
-    // The checks build: give back the run [base, base+bytes) once it has
-    // been in quarantine (backend/quarantine.h); `resident` of its bytes
-    // may hold pages (the rest are guards).  Its pagemap entries must
-    // already be cleared.
-    void quarantine_chunks(void* base, size_t bytes, size_t resident) noexcept
-    {
-      (void)Pal::protect(base, bytes);
-      locked_then_decay([&] {
-        in_use_bytes_ -= bytes;
-        free_resident_ += resident;
-        quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
-        RunQuarantine::Run oldest;
-        while (quarantine_.take_overflow(oldest))
-          buddy_.dealloc_run(oldest.index, oldest.chunks);
-      });
-    }
-
-    // Grow the run at `base` from `bytes` to `new_bytes` in place, if the
-    // chunks after it are free.  Their contents are unspecified.
-    bool extend_chunks(void* base, size_t bytes, size_t new_bytes) noexcept
-    {
-      LockGuard g(lock_);
       bool dirty = false;
       size_t end = pagemap.chunk_index(base) + (bytes >> config::CHUNK_BITS);
       if (!buddy_.claim(end, (new_bytes - bytes) >> config::CHUNK_BITS, dirty))
@@ -285,11 +235,9 @@ namespace snmalloc
       return true;
     }
 
-    // Zeroed, 64-byte aligned memory for allocator metadata.
-    void* alloc_meta(size_t size) noexcept
+    // alloc_meta's work, with the lock held.
+    void* alloc_meta_locked(size_t size) noexcept
     {
-      size = bits::align_up(size, 64);
-      LockGuard g(lock_);
       size_t bucket = meta_bucket(size);
       // Again after a wait for decays, which lets other threads in.
       for (;;)
@@ -332,6 +280,97 @@ namespace snmalloc
       void* p = reinterpret_cast<void*>(meta_cursor_);
       meta_cursor_ += size;
       return p;
+    }
+
+  public:
+    // A run of `bytes` (a multiple of CHUNK_SIZE) aligned to `align` (a
+    // power of two; at least CHUNK_SIZE is implied), for a slab or other
+    // fixed-size use.  The caller sets its pagemap entries.
+    Chunks alloc_chunks(size_t bytes, size_t align) noexcept
+    {
+      return alloc_chunks_by(Buddy::Fit::Warm, bytes, align, 0, 0);
+    }
+
+    // The same for a large object, packed among free chunks, or when it is
+    // `growing` (realloc moves it) placed low with room after it to grow
+    // into (Buddy::Fit).  The checks build leaves the first `guard_before`
+    // and the last `guard_after` bytes inaccessible, and places every run
+    // low, never packed: packed among slabs, a run's object lay 1 MiB past
+    // a small object, where that build promises a stray write faults.
+    Chunks alloc_large_chunks(
+      size_t bytes, size_t align, bool growing, size_t guard_before = 0, size_t guard_after = 0) noexcept
+    {
+      Buddy::Fit fit = growing || config::checks ? Buddy::Fit::Low : Buddy::Fit::Packed;
+      return alloc_chunks_by(fit, bytes, align, guard_before, guard_after);
+    }
+
+    // Give back `bytes` from `base`: a run from alloc_chunks, or part of
+    // one.  Its pagemap entries must already be cleared by the caller.
+    // `clean`: its pages were just replaced and read as zero.  Otherwise
+    // its first word takes the freed run's mark (ds/encoded_link.h), one
+    // store to a line the program has likely just used, unless
+    // `pages_moved_out` (large_run::move_pages), where the store would
+    // fault a page in; the checks build makes the run inaccessible
+    // instead.
+    void dealloc_chunks(void* base, size_t bytes, bool clean = false, bool pages_moved_out = false) noexcept
+    {
+      bool marked = !config::checks && !clean && !pages_moved_out;
+      if constexpr (config::checks)
+        (void)Pal::protect(base, bytes);
+      else if (marked)
+        *static_cast<uintptr_t*>(base) = freed_run_mark(base);
+      locked_then_decay([&] {
+        buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean, marked);
+        if (!clean)
+          free_resident_ += bytes;
+        in_use_bytes_ -= bytes;
+      });
+    }
+
+    // The checks build: give back the run [base, base+bytes) once it has
+    // been in quarantine (backend/quarantine.h); `resident` of its bytes
+    // may hold pages (the rest are guards).  Its pagemap entries must
+    // already be cleared.
+    void quarantine_chunks(void* base, size_t bytes, size_t resident) noexcept
+    {
+      (void)Pal::protect(base, bytes);
+      locked_then_decay([&] {
+        in_use_bytes_ -= bytes;
+        free_resident_ += resident;
+        quarantine_.add({pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, resident});
+        RunQuarantine::Run oldest;
+        while (quarantine_.take_overflow(oldest))
+          buddy_.dealloc_run(oldest.index, oldest.chunks);
+      });
+    }
+
+    // Grow the run at `base` from `bytes` to `new_bytes` in place, if the
+    // chunks after it are free.  Their contents are unspecified.
+    bool extend_chunks(void* base, size_t bytes, size_t new_bytes) noexcept
+    {
+      bool extended;
+      void* overwritten;
+      {
+        LockGuard g(lock_);
+        extended = extend_chunks_locked(base, bytes, new_bytes);
+        overwritten = buddy_.take_overwritten();
+      }
+      report_if_overwritten(overwritten);
+      return extended;
+    }
+
+    // Zeroed, 64-byte aligned memory for allocator metadata.
+    void* alloc_meta(size_t size) noexcept
+    {
+      void* meta;
+      void* overwritten;
+      {
+        LockGuard g(lock_);
+        meta = alloc_meta_locked(bits::align_up(size, 64));
+        overwritten = buddy_.take_overwritten();
+      }
+      report_if_overwritten(overwritten);
+      return meta;
     }
 
     // Recycle metadata of at most 512 bytes for a later alloc_meta of the same size.

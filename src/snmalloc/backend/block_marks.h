@@ -7,7 +7,8 @@
 // FreeBlock tag (backend/buddy.h), so the record costs no memory and no
 // access beyond the tag the buddy writes anyway.  When a block is taken,
 // each mark among the chunks taken is compared; one the program overwrote
-// after the free stops it, before the memory's next owner sees the damage.
+// after the free stops it (the backend reports it once its lock is
+// released), before the memory's next owner sees the damage.
 // Two, because a run is often freed next to one freed just before it (the
 // block before or after it in a buffer's life), and the two merge.  A
 // merged block keeps the newly freed run's mark first, then its buddies';
@@ -75,8 +76,8 @@ namespace snmalloc
     }
 
     // The chunks [begin, end) are handed out: each mark among them must
-    // still be in place.
-    void check(size_t begin, size_t end) const
+    // still be in place.  The first that is not, or nullptr.
+    void* overwritten(size_t begin, size_t end) const
     {
       for (size_t c : chunk)
       {
@@ -84,8 +85,9 @@ namespace snmalloc
           continue;
         void* at = pagemap.chunk_address(c);
         if (*static_cast<const uintptr_t*>(at) != freed_run_mark(at))
-          report_fatal_at("freed memory written (write after free?) at", at);
+          return at;
       }
+      return nullptr;
     }
   };
 } // namespace snmalloc

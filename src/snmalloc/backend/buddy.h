@@ -10,17 +10,7 @@
 // 65 chunks, not the 128 of its power of two.  A large run may instead be
 // placed at any chunk across neighbouring free blocks (Fit::Packed), so
 // that the pages of freed runs are reused by runs of any size that fit.
-//
-// Free blocks are described out of band, in the pagemap entry of their first
-// chunk, so a free block's memory is never touched (it may be decommitted):
-//   owner = tag(FreeBlock, order | dirty << 6 | aged << 7 | marks << 8)
-//   meta  = prev index << 32 | next index      (doubly linked per order)
-// The exception is the first word of a run freed with its pages resident,
-// its mark, which is compared when the chunk is taken again (the marks a
-// block records: backend/block_marks.h).
-// An entry carries a FreeBlock tag only while its block is on a free list:
-// the tag is written on insertion and overwritten on removal, so the buddy
-// test "entry says free with my order" is exact.
+// The free blocks and their lists: backend/free_block_lists.h.
 //
 // Fresh blocks are carved from a frontier that only moves up; everything
 // behind it has been handed out at least once.  "Dirty" blocks may hold
@@ -36,146 +26,31 @@
 
 #include "arena.h"
 #include "block_marks.h"
+#include "free_block_lists.h"
 
 namespace snmalloc
 {
-  class Buddy
+  class Buddy : public FreeBlockLists
   {
   public:
-    static constexpr size_t MAX_ORDER = 31;
-    static constexpr uint32_t NONE = 0xffffffff;
-
     struct Block
     {
       size_t index = 0; // first chunk, relative to the arena base
       bool dirty = false;
       bool ok = false;
+      BlockMarks marks; // the block's, all checked
     };
 
   private:
-    uint32_t heads_[MAX_ORDER + 1] = {};
-    uint32_t tails_[MAX_ORDER + 1] = {};
-    size_t frontier_ = 0; // chunks carved so far
-    size_t dirty_chunks_ = 0;
+    // A freed run's mark found overwritten, for the caller to report once
+    // it no longer holds the lock (take_overwritten).
+    void* overwritten_ = nullptr;
     Arena* arena_ = nullptr;
 
-    static constexpr uintptr_t DIRTY = 1 << 6;
-    static constexpr uintptr_t AGED = 1 << 7;
-
-    static uintptr_t free_tag(size_t order, uintptr_t flags)
+    void note_overwritten(void* at)
     {
-      return make_tag(ChunkKind::FreeBlock, order | flags);
-    }
-
-    static uintptr_t flags_of(size_t index)
-    {
-      return tag_payload(at(index).get_owner()) & (DIRTY | AGED);
-    }
-
-    static PagemapEntry& at(size_t index)
-    {
-      return pagemap.entries[index];
-    }
-
-    static uint32_t prev_of(size_t index)
-    {
-      return uint32_t(at(index).get_meta() >> 32);
-    }
-
-    static uint32_t next_of(size_t index)
-    {
-      return uint32_t(at(index).get_meta());
-    }
-
-    static void set_links(size_t index, uint32_t prev, uint32_t next)
-    {
-      at(index).meta.store(
-        (uintptr_t(prev) << 32) | next, std::memory_order_relaxed);
-    }
-
-    // Freed blocks go to the front of their list and are reused first; the
-    // tails cut off runs go to the back (behind tails_[order]), so that
-    // they stay free as long as possible and merge back when their run is
-    // freed; a decay puts its blocks back behind the block they followed.
-    // `prev`: the free block of `order` to insert behind, NONE for the
-    // front.
-    void insert(size_t index, size_t order, uintptr_t flags, uint32_t prev = NONE)
-    {
-      at(index).owner.store(free_tag(order, flags), std::memory_order_relaxed);
-      uint32_t next = prev == NONE ? heads_[order] : next_of(prev);
-      set_links(index, prev, next);
-      if (prev == NONE)
-        heads_[order] = uint32_t(index);
-      else
-        set_links(prev, prev_of(prev), uint32_t(index));
-      if (next == NONE)
-        tails_[order] = uint32_t(index);
-      else
-        set_links(next, uint32_t(index), next_of(next));
-      if ((flags & DIRTY) != 0)
-        dirty_chunks_ += size_t(1) << order;
-    }
-
-    // The last of the blocks at the front of `order`'s list that are dirty
-    // and young; NONE if its head is not such a block.  After a decay took
-    // its blocks (aging the dirty ones it left), these are the blocks freed
-    // since.
-    uint32_t last_young_at_front(size_t order) const
-    {
-      uint32_t last = NONE;
-      for (uint32_t i = heads_[order]; i != NONE && (flags_of(i) & (DIRTY | AGED)) == DIRTY; i = next_of(i))
-        last = i;
-      return last;
-    }
-
-    // Always inline, as GCC does in the plain shim: in the profiling one
-    // (more callers) it was a call from each merge of a freed run.
-    SNMALLOC_FAST_PATH void remove(size_t index, size_t order)
-    {
-      bool dirty = (flags_of(index) & DIRTY) != 0;
-      uint32_t prev = prev_of(index);
-      uint32_t next = next_of(index);
-      if (prev == NONE)
-        heads_[order] = next;
-      else
-        set_links(prev, prev_of(prev), next);
-      if (next != NONE)
-        set_links(next, prev, next_of(next));
-      else
-        tails_[order] = prev;
-      at(index).set(0, 0);
-      if (dirty)
-        dirty_chunks_ -= size_t(1) << order;
-    }
-
-    // The tag payload (order, flags, marks) of the free block starting at
-    // chunk `index`, if one does.
-    bool free_payload_at(size_t index, uintptr_t& payload) const
-    {
-      if (index >= frontier_)
-        return false;
-      uintptr_t owner = at(index).get_owner();
-      if (!is_tag_of(owner, ChunkKind::FreeBlock))
-        return false;
-      payload = tag_payload(owner);
-      return true;
-    }
-
-    // The order of the free block starting at chunk `index`, if one does.
-    bool free_block_at(size_t index, size_t& order) const
-    {
-      uintptr_t payload = 0;
-      if (!free_payload_at(index, payload))
-        return false;
-      order = payload & 63;
-      return true;
-    }
-
-    // Is the block at `index` free, of exactly `order`?
-    bool is_free_block(size_t index, size_t order) const
-    {
-      size_t o = 0;
-      return free_block_at(index, o) && o == order;
+      if (at != nullptr && overwritten_ == nullptr)
+        overwritten_ = at;
     }
 
     // Extend the frontier by a block of `order`, aligned to its size; the
@@ -193,24 +68,7 @@ namespace snmalloc
       size_t gap = frontier_;
       frontier_ = start + size;
       for_each_aligned_block(gap, start, [&](size_t i, size_t o) { insert(i, o, 0); });
-      return {start, false, true};
-    }
-
-    // Call f(index, order) for the largest aligned blocks that tile
-    // [begin, end), in address order.
-    template<typename F>
-    static void for_each_aligned_block(size_t begin, size_t end, F&& f)
-    {
-      while (begin < end)
-      {
-        size_t o = begin == 0 ? MAX_ORDER : size_t(__builtin_ctzl(begin));
-        if (o > MAX_ORDER)
-          o = MAX_ORDER;
-        while (begin + (size_t(1) << o) > end)
-          o--;
-        f(begin, o);
-        begin += size_t(1) << o;
-      }
+      return {start, false, true, {}};
     }
 
     // The order of the free block ending just before chunk `index`, if one
@@ -330,6 +188,15 @@ namespace snmalloc
       return frontier_;
     }
 
+    // The start of a freed run that the program wrote to after its free,
+    // found by a call since the last take; nullptr if none.
+    void* take_overwritten()
+    {
+      void* at = overwritten_;
+      overwritten_ = nullptr;
+      return at;
+    }
+
     // Which free block a request takes (alloc).
     enum class Fit
     {
@@ -373,7 +240,7 @@ namespace snmalloc
       BlockMarks marks;
       marks.add_recorded(index, payload);
       remove(index, o);
-      marks.check(index, index + (size_t(1) << order));
+      note_overwritten(marks.overwritten(index, index + (size_t(1) << order)));
       // Split down, keeping the lower half each time.
       while (o > order)
       {
@@ -381,7 +248,7 @@ namespace snmalloc
         size_t half = index + (size_t(1) << o);
         insert(half, o, flags | marks.bits_for(half, o));
       }
-      return {index, (flags & DIRTY) != 0, true};
+      return {index, (flags & DIRTY) != 0, true, marks};
     }
 
     // `chunks` chunks starting at a multiple of 2^align_order chunks.  The
@@ -393,7 +260,7 @@ namespace snmalloc
         size_t start = packed_start(chunks);
         bool dirty = false;
         if (start != NONE && claim(start, chunks, dirty))
-          return {start, dirty, true};
+          return {start, dirty, true, {}};
         fit = Fit::Low;
       }
       size_t order = bits::log2_ceil(chunks);
@@ -403,9 +270,9 @@ namespace snmalloc
       if (b.ok)
       {
         uintptr_t flags = b.dirty ? DIRTY : 0;
-        for_each_aligned_block(
-          b.index + chunks, b.index + (size_t(1) << order),
-          [&](size_t i, size_t o) { insert(i, o, flags, tails_[o]); });
+        for_each_aligned_block(b.index + chunks, b.index + (size_t(1) << order), [&](size_t i, size_t o) {
+          insert(i, o, flags | b.marks.bits_for(i, o), tails_[o]);
+        });
       }
       return b;
     }
@@ -453,7 +320,7 @@ namespace snmalloc
         size_t taken_end = end < block_end ? end : block_end;
         remove(i, order);
         dirty |= (flags & DIRTY) != 0;
-        marks.check(i, taken_end);
+        note_overwritten(marks.overwritten(i, taken_end));
         for_each_aligned_block(taken_end, block_end, [&](size_t b, size_t o) {
           insert(b, o, flags | marks.bits_for(b, o));
         });

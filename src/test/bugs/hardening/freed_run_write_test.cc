@@ -17,6 +17,7 @@
 #include <cstring>
 #include <malloc.h>
 #include <snmalloc/snmalloc.h>
+#include <thread>
 #include <vector>
 
 using namespace snmalloc_test;
@@ -27,9 +28,10 @@ namespace
   constexpr int NO_ROW = 7;
 
   // Large objects only: past the largest small class, of one chunk or of
-  // many, a power of two or not.
+  // many, a power of two or not, and one that realloc would move by
+  // remapping its pages.
   const size_t sizes[] = {
-    snmalloc::config::MAX_SMALL_SIZE + 1, 100000, 256 * 1024, (1 << 20) + 16384, 3 << 20};
+    snmalloc::config::MAX_SMALL_SIZE + 1, 100000, 256 * 1024, (1 << 20) + 16384, 3 << 20, 5 << 20};
 
   enum class Scribble
   {
@@ -168,57 +170,71 @@ TEST_CASE("so does one whose memory goes to a smaller or larger object", "[freed
       expect_stopped(size, Scribble::FirstWord, order);
 }
 
-// Random large blocks replaced, grown and shrunk by realloc, freed in any
-// order, every byte of each written and checked: the heap's own use of
-// freed memory never trips the check.
+// Two threads replace random large blocks, grow and shrink them by
+// realloc (moved, past 4 MiB, by remapping their pages), take some from
+// calloc, and free them in any order; a byte in every 4093 of each is
+// checked before it goes: the heap's own use of freed memory never trips
+// the check, and calloc's blocks read as zero.
 TEST_CASE("programs without the bug run to their end", "[freed-run]")
 {
   ChildEnd end = run_in_child([] {
-    uint64_t state = 0x9e3779b97f4a7c15;
-    auto next = [&] {
-      state = state * 6364136223846793005 + 1442695040888963407;
-      return state >> 33;
-    };
-    struct Block
-    {
-      unsigned char* p = nullptr;
-      size_t size = 0;
-      unsigned char fill = 0;
-    };
-    std::vector<Block> live(48);
-    auto check = [](const Block& b) {
-      for (size_t i = 0; i < b.size; i += 4093)
-        if (b.p[i] != b.fill)
-          ::_exit(5);
-    };
-    for (int op = 0; op < 3000; op++)
-    {
-      Block& b = live[next() % live.size()];
-      size_t size = snmalloc::config::MAX_SMALL_SIZE + 1 + next() % (2 << 20);
-      if (b.p != nullptr)
+    auto work = [](uint64_t state) {
+      auto next = [&] {
+        state = state * 6364136223846793005 + 1442695040888963407;
+        return state >> 33;
+      };
+      struct Block
+      {
+        unsigned char* p = nullptr;
+        size_t size = 0;
+        unsigned char fill = 0;
+      };
+      std::vector<Block> live(24);
+      auto check = [](const Block& b) {
+        for (size_t i = 0; i < b.size; i += 4093)
+          if (b.p[i] != b.fill)
+            ::_exit(5);
+      };
+      for (int op = 0; op < 1500; op++)
+      {
+        Block& b = live[next() % live.size()];
+        size_t size = snmalloc::config::MAX_SMALL_SIZE + 1 + next() % (6 << 20);
+        if (b.p != nullptr)
+          check(b);
+        size_t way = next() % 8;
+        if (b.p != nullptr && way < 2)
+        {
+          // Grown or shrunk in place where it can be, moved where not.
+          b.p = static_cast<unsigned char*>(std::realloc(b.p, size));
+          if (size > b.size)
+            std::memset(b.p + b.size, b.fill, size - b.size);
+        }
+        else if (way == 2)
+        {
+          std::free(b.p);
+          b.p = static_cast<unsigned char*>(std::calloc(1, size));
+          b.fill = 0;
+        }
+        else
+        {
+          std::free(b.p);
+          b.p = static_cast<unsigned char*>(std::malloc(size));
+          b.fill = static_cast<unsigned char>(next());
+          std::memset(b.p, b.fill, size);
+        }
+        b.size = size;
+        if (op % 500 == 499)
+          snmalloc::trim();
+      }
+      for (Block& b : live)
+      {
         check(b);
-      if (b.p != nullptr && next() % 4 == 0)
-      {
-        // Grown or shrunk in place where it can be, moved where not.
-        b.p = static_cast<unsigned char*>(std::realloc(b.p, size));
-        std::memset(b.p, b.fill, size);
-      }
-      else
-      {
         std::free(b.p);
-        b.p = static_cast<unsigned char*>(std::malloc(size));
-        b.fill = static_cast<unsigned char>(next());
-        std::memset(b.p, b.fill, size);
       }
-      b.size = size;
-      if (op % 1000 == 999)
-        snmalloc::trim();
-    }
-    for (Block& b : live)
-    {
-      check(b);
-      std::free(b.p);
-    }
+    };
+    std::thread other(work, 0x9e3779b97f4a7c15);
+    work(12345);
+    other.join();
   });
   INFO("child's stderr: " << end.stderr_text);
   CHECK(end.signal == 0);
