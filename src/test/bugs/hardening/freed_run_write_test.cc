@@ -12,12 +12,14 @@
 #include "support/death.h"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
 #include <snmalloc/snmalloc.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace snmalloc_test;
@@ -168,6 +170,29 @@ TEST_CASE("so does one whose memory goes to a smaller or larger object", "[freed
   for (size_t size : sizes)
     for (Order order : {Order::SmallerNext, Order::LargerNext})
       expect_stopped(size, Scribble::FirstWord, order);
+}
+
+// A crash reporter's SIGABRT handler may allocate, large blocks too: the
+// allocator reports the write once it holds none of its locks.  (The
+// child's alarm ends a handler that waits for one.)
+TEST_CASE("a SIGABRT handler that allocates runs to its end", "[freed-run]")
+{
+  if (snmalloc::config::checks)
+    return; // there, the write itself faults
+  constexpr int HANDLER_RAN = 9;
+  auto [end, p] = run_telling([](auto tell) {
+    ::alarm(20);
+    ::signal(SIGABRT, [](int) {
+      void* large = std::malloc(3 << 20);
+      void* small = std::malloc(48);
+      ::_exit(large != nullptr && small != nullptr ? HANDLER_RAN : 10);
+    });
+    write_after_free(tell, 256 * 1024, Scribble::SixtyFour, Order::Alone);
+  });
+  INFO("child's stderr: " << end.stderr_text);
+  CHECK(end.signal == 0);
+  CHECK(end.exit_code == HANDLER_RAN);
+  CHECK(end.stderr_text == fatal_line("freed memory written (write after free?) at", p, ""));
 }
 
 // Two threads replace random large blocks, grow and shrink them by
