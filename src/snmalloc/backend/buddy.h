@@ -38,7 +38,8 @@ namespace snmalloc
       size_t index = 0; // first chunk, relative to the arena base
       bool dirty = false;
       bool ok = false;
-      BlockMarks marks; // the block's, all checked
+      // Those of the block it was split from; those inside it were checked.
+      BlockMarks marks;
     };
 
   private:

@@ -11,7 +11,8 @@
 // An entry carries a FreeBlock tag only while its block is on a free list:
 // the tag is written on insertion and overwritten on removal, so the buddy
 // test "entry says free with my order" is exact.  Below the frontier
-// (chunks carved so far) every chunk is free or handed out.
+// (chunks carved so far) every chunk is free, handed out, or off the lists
+// while its pages go back (buddy.h, take_decaying).
 
 #include "../ds/pagemap.h"
 

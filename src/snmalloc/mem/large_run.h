@@ -66,15 +66,13 @@ namespace snmalloc
     constexpr size_t GUARD_BYTES = size_t(1) << 20;
 
     // Tag payload: the run's length in chunks from the object's first,
-    // whether its pages were moved in (see the top of this file), whether
-    // all of them were moved out (it holds no page), and in the checks
-    // build its guards: the pages after the object, and whether a guard
-    // precedes it.
+    // whether its pages were moved in (see the top of this file), and in
+    // the checks build its guards: the pages after the object, and
+    // whether a guard precedes it.
     constexpr uintptr_t MOVED = uintptr_t(1) << 40;
     constexpr size_t GUARD_PAGES_SHIFT = 41;
     constexpr uintptr_t GUARD_PAGES = uintptr_t(0x3ff) << GUARD_PAGES_SHIFT;
     constexpr uintptr_t GUARD_BEFORE = uintptr_t(1) << 51;
-    constexpr uintptr_t EMPTIED = uintptr_t(1) << 52;
 
     inline size_t run_bytes_of_tag(uintptr_t tag)
     {
@@ -147,13 +145,12 @@ namespace snmalloc
       return base;
     }
 
-    // Give back [p, p + bytes), part of a run whose tag has `moved` (or
-    // `emptied`).
-    inline void give_back(void* p, size_t bytes, bool moved, bool emptied = false)
+    // Give back [p, p + bytes), part of a run whose tag has `moved`.
+    inline void give_back(void* p, size_t bytes, bool moved)
     {
       if (moved)
         Pal::replace_pages(p, bytes);
-      backend.dealloc_chunks(p, bytes, moved, emptied);
+      backend.dealloc_chunks(p, bytes, moved);
     }
 
     // A run for `size` bytes aligned to `align`, tagged (kind, meta);
@@ -203,7 +200,7 @@ namespace snmalloc
         backend.quarantine_chunks(static_cast<char*>(base) - lead, lead + run_bytes_of_tag(tag), bytes);
         return;
       }
-      give_back(base, bytes, (tag_payload(tag) & MOVED) != 0, (tag_payload(tag) & EMPTIED) != 0);
+      give_back(base, bytes, (tag_payload(tag) & MOVED) != 0);
     }
 
     // The checks build's resize_in_place: the guard pages move with the
@@ -272,11 +269,7 @@ namespace snmalloc
 
     // Move the first `bytes` of run `from` into run `to` by remapping its
     // pages; false (nothing moved) below the threshold or when the kernel
-    // cannot.  `from` then reads as zero there: all of it, usually, when
-    // its free writes no mark (a page fault; backend.h).  It stays a dirty
-    // run for placement, as before: taken as clean, the ranges of moved
-    // runs made a program that moves a 5 MiB block and then callocs as
-    // much peak at 177 MiB instead of 13.
+    // cannot.  `from` then reads as zero.
     inline bool move_pages(void* from, void* to, size_t bytes)
     {
       if (config::checks || bytes < REMAP_THRESHOLD)
@@ -286,10 +279,6 @@ namespace snmalloc
         return false;
       const PagemapEntry& e = pagemap.entry_of(to);
       set_tag(to, tag_kind(e.get_owner()), run_bytes_of_tag(e.get_owner()), MOVED, e.get_meta());
-      const PagemapEntry& f = pagemap.entry_of(from);
-      uintptr_t tag = f.get_owner();
-      if (bytes >= run_bytes_of_tag(tag))
-        set_tag(from, tag_kind(tag), run_bytes_of_tag(tag), (tag_payload(tag) & MOVED) | EMPTIED, f.get_meta());
       return true;
     }
   } // namespace large_run
