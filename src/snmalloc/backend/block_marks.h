@@ -1,14 +1,14 @@
 #pragma once
 // Layer backend: the marks of freed runs that a free buddy block keeps.
 //
-// A run freed with its pages resident holds a mark in its first word
-// (ds/encoded_link.h).  The free block the run becomes, or merges into,
-// records where: up to two chunks, as offsets in the upper bits of its
-// FreeBlock tag (backend/buddy.h), so the record costs no memory and no
-// access beyond the tag the buddy writes anyway.  When a block is taken,
-// each mark among the chunks taken is compared; one the program overwrote
-// after the free stops it (the backend reports it once its lock is
-// released), before the memory's next owner sees the damage.
+// A run freed dirty (its pages not just replaced) holds a mark in its
+// first word (ds/encoded_link.h).  The free block the run becomes, or
+// merges into, records where: up to two chunks, as offsets in the upper
+// bits of its FreeBlock tag (backend/free_block_lists.h), so the record
+// costs no memory and no access beyond the tag the buddy writes anyway.  When a
+// block is taken, each mark among the chunks taken is compared; one the
+// program overwrote after the free stops it (the backend reports it once
+// its lock is released), before the memory's next owner sees the damage.
 // Two, because a run is often freed next to one freed just before it (the
 // block before or after it in a buffer's life), and the two merge.  A
 // merged block keeps the newly freed run's mark first, then its buddies';

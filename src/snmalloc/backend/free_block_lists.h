@@ -5,9 +5,9 @@
 // chunk, so a free block's memory is never touched (it may be decommitted):
 //   owner = tag(FreeBlock, order | dirty << 6 | aged << 7 | marks << 8)
 //   meta  = prev index << 32 | next index      (doubly linked per order)
-// The exception is the first word of a run freed with its pages resident,
-// its mark, which is compared when the chunk is taken again (the marks a
-// block records: backend/block_marks.h).
+// The exception is the first word of a run freed dirty (its pages not
+// just replaced), its mark, which is compared when the chunk is taken
+// again (the marks a block records: backend/block_marks.h).
 // An entry carries a FreeBlock tag only while its block is on a free list:
 // the tag is written on insertion and overwritten on removal, so the buddy
 // test "entry says free with my order" is exact.  Below the frontier
