@@ -56,6 +56,12 @@ namespace snmalloc
     {
       uint32_t taken = buddy_.take_decaying(true, bytes);
       free_resident_ = 0;
+      return decay_started(taken);
+    }
+
+    // `taken` (Buddy::take_decaying), counted as a decay in flight if any.
+    uint32_t decay_started(uint32_t taken) noexcept
+    {
       if (taken != Buddy::NONE)
         decaying_++;
       return taken;
@@ -83,9 +89,7 @@ namespace snmalloc
       last_decay_ns_ = now;
       uint32_t taken = buddy_.take_decaying(false, bytes);
       less_free_resident(bytes);
-      if (taken != Buddy::NONE)
-        decaying_++;
-      return taken;
+      return decay_started(taken);
     }
 
     // The rest of a decay, called without the lock.

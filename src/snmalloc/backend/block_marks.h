@@ -33,6 +33,15 @@ namespace snmalloc
 
     size_t chunk[2] = {NONE, NONE};
 
+    // The marks recorded in `payload`, the tag payload of the free block
+    // at chunk `index`.
+    static BlockMarks recorded(size_t index, uintptr_t payload)
+    {
+      BlockMarks marks;
+      marks.add_recorded(index, payload);
+      return marks;
+    }
+
     // Add those recorded in `payload`, the tag payload of the block at
     // chunk `index`, while there is room.  (Slots fill in order: an empty
     // first slot means none.)

@@ -238,8 +238,7 @@ namespace snmalloc
       size_t index = heads_[o];
       uintptr_t payload = tag_payload(at(index).get_owner());
       uintptr_t flags = payload & (DIRTY | AGED);
-      BlockMarks marks;
-      marks.add_recorded(index, payload);
+      BlockMarks marks = BlockMarks::recorded(index, payload);
       remove(index, o);
       note_overwritten(marks.overwritten(index, index + (size_t(1) << order)));
       // Split down, keeping the lower half each time.
@@ -313,10 +312,9 @@ namespace snmalloc
       {
         uintptr_t payload = 0;
         free_payload_at(i, payload);
-        order = payload & 63;
+        order = payload & ORDER_MASK;
         uintptr_t flags = payload & (DIRTY | AGED);
-        BlockMarks marks;
-        marks.add_recorded(i, payload);
+        BlockMarks marks = BlockMarks::recorded(i, payload);
         size_t block_end = i + (size_t(1) << order);
         size_t taken_end = end < block_end ? end : block_end;
         remove(i, order);
@@ -345,7 +343,7 @@ namespace snmalloc
       {
         size_t buddy = index ^ (size_t(1) << order);
         uintptr_t payload = 0;
-        if (!free_payload_at(buddy, payload) || (payload & 63) != order)
+        if (!free_payload_at(buddy, payload) || (payload & ORDER_MASK) != order)
           break;
         marks.add_recorded(buddy, payload);
         remove(buddy, order);
@@ -384,7 +382,7 @@ namespace snmalloc
           }
           else if ((flags & DIRTY) != 0)
             at(i).owner.store(
-              free_tag(o, (tag_payload(at(i).get_owner()) & ~uintptr_t(63)) | AGED),
+              free_tag(o, (tag_payload(at(i).get_owner()) & ~ORDER_MASK) | AGED),
               std::memory_order_relaxed);
           i = next;
         }

@@ -30,6 +30,7 @@ namespace snmalloc
     size_t frontier_ = 0; // chunks carved so far
     size_t dirty_chunks_ = 0;
 
+    static constexpr uintptr_t ORDER_MASK = 63;
     static constexpr uintptr_t DIRTY = 1 << 6;
     static constexpr uintptr_t AGED = 1 << 7;
 
@@ -138,7 +139,7 @@ namespace snmalloc
       uintptr_t payload = 0;
       if (!free_payload_at(index, payload))
         return false;
-      order = payload & 63;
+      order = payload & ORDER_MASK;
       return true;
     }
 
