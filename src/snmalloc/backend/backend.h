@@ -163,9 +163,14 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH void return_pages(uint32_t taken) noexcept
     {
       Buddy::decommit_taken(taken);
-      LockGuard g(lock_);
-      buddy_.put_back_taken(taken);
-      decaying_--;
+      void* overwritten;
+      {
+        LockGuard g(lock_);
+        buddy_.put_back_taken(taken); // merges may compare marks
+        decaying_--;
+        overwritten = buddy_.take_overwritten();
+      }
+      report_if_overwritten(overwritten);
     }
 
     bool ensure_init_locked() noexcept
@@ -327,19 +332,21 @@ namespace snmalloc
 
     // Give back `bytes` from `base`: a run from alloc_chunks, or part of
     // one.  Its pagemap entries must already be cleared by the caller.
-    // `clean`: its pages were just replaced and read as zero.  Otherwise
-    // its first word takes the freed run's mark (ds/encoded_link.h), one
-    // store to a line the program has likely just used; the checks build
-    // makes the run inaccessible instead.  (A run whose pages realloc
-    // moved out, large_run::move_pages, takes a page for it, which the
-    // range's next user would touch anyway: a loop that moves a 5 MiB
-    // block and callocs as much had the same page faults and peak RSS.)
+    // `clean`: its pages were just replaced and read as zero.  Its first
+    // word takes the freed run's mark (ds/encoded_link.h), one store to a
+    // line the program has likely just used; the checks build makes the
+    // run inaccessible instead.  A run whose pages realloc moved out
+    // (large_run::move_pages), or a clean one, takes a page for it, which
+    // the range's next user would touch anyway: a loop that moves a 5 MiB
+    // block and callocs as much had the same page faults and peak RSS.  A
+    // clean run stays clean but for its mark, cleared when it is handed out
+    // again (backend/block_marks.h).
     void dealloc_chunks(void* base, size_t bytes, bool clean = false) noexcept
     {
-      bool marked = !config::checks && !clean;
+      constexpr bool marked = !config::checks;
       if constexpr (config::checks)
         (void)Pal::protect(base, bytes);
-      else if (marked)
+      else
         *static_cast<uintptr_t*>(base) = freed_run_mark(base);
       locked_then_decay([&] {
         buddy_.dealloc_run(pagemap.chunk_index(base), bytes >> config::CHUNK_BITS, clean, marked);
@@ -417,6 +424,7 @@ namespace snmalloc
     {
       size_t bytes = 0;
       uint32_t decaying;
+      void* overwritten;
       {
         LockGuard g(lock_);
         if (!initialised_)
@@ -425,8 +433,10 @@ namespace snmalloc
         if (awaiting_ == 0) // else a later call returns these pages
           decaying = take_all_decaying_locked(bytes);
         bytes += quarantine_.decommit_all();
+        overwritten = buddy_.take_overwritten();
       }
       finish_decay(decaying);
+      report_if_overwritten(overwritten);
       // Others' decays too: their pages are back when this returns.
       LockGuard g(lock_);
       await_decays_locked();

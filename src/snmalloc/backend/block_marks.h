@@ -1,20 +1,24 @@
 #pragma once
 // Layer backend: the marks of freed runs that a free buddy block keeps.
 //
-// A run freed dirty (its pages not just replaced) holds a mark in its
-// first word (ds/encoded_link.h).  The free block the run becomes, or
-// merges into, records where: up to two chunks, as offsets in the upper
+// A freed run holds a mark in its first word (ds/encoded_link.h), even one
+// whose pages were just replaced (clean).  The free block the run becomes,
+// or merges into, records where: up to two chunks, as offsets in the upper
 // bits of its FreeBlock tag (backend/free_block_lists.h), so the record
-// costs no memory and no access beyond the tag the buddy writes anyway.  When a
-// block is taken, each mark among the chunks taken is compared; one the
-// program overwrote after the free stops it (the backend reports it once
-// its lock is released), before the memory's next owner sees the damage.
-// Two, because a run is often freed next to one freed just before it (the
-// block before or after it in a buffer's life), and the two merge.  A
-// merged block keeps the newly freed run's mark first, then its buddies';
-// marks beyond two, and offsets past 2^23 - 2 chunks (128 GiB), are
-// dropped: a write there goes unseen, as it did before marks.  A block
-// whose pages go back keeps none (they read as zero).
+// costs no memory and no access beyond the tag the buddy writes anyway.
+// When a block is taken, each mark among the chunks taken is compared; one
+// the program overwrote after the free stops it (the backend reports it
+// once its lock is released), before the memory's next owner sees the
+// damage.  Two, because a run is often freed next to one freed just
+// before it (the block before or after it in a buffer's life), and the
+// two merge.  A merged block keeps the newly freed run's mark first, then
+// its buddies'; a mark beyond two is compared as it is dropped (its page
+// is resident, as every marked block's), and one at an offset past
+// 2^23 - 2 chunks (128 GiB) is dropped unseen.  A block whose pages go
+// back keeps none (they read as zero): its marks are compared as the
+// decay takes it.  A clean block with marks reads as zero but for them:
+// they are cleared as they are handed out, once compared, so that calloc
+// need not zero it.
 
 #include "../ds/encoded_link.h"
 #include "../ds/pagemap.h"
@@ -32,6 +36,8 @@ namespace snmalloc
     static constexpr uintptr_t SLOT_MASK = (uintptr_t(1) << SLOT_BITS) - 1;
 
     size_t chunk[2] = {NONE, NONE};
+    // The first mark found overwritten among those that found no slot.
+    void* dropped_overwritten = nullptr;
 
     // The marks recorded in `payload`, the tag payload of the free block
     // at chunk `index`.
@@ -43,12 +49,11 @@ namespace snmalloc
     }
 
     // Add those recorded in `payload`, the tag payload of the block at
-    // chunk `index`, while there is room.  (Slots fill in order: an empty
-    // first slot means none.)
+    // chunk `index`.  (Slots fill in order: an empty first slot means none.)
     void add_recorded(size_t index, uintptr_t payload)
     {
       size_t first = (payload >> SHIFT) & SLOT_MASK;
-      if (first == 0 || chunk[1] != NONE)
+      if (first == 0)
         return;
       add(index + first - 1);
       size_t second = (payload >> (SHIFT + SLOT_BITS)) & SLOT_MASK;
@@ -56,12 +61,18 @@ namespace snmalloc
         add(index + second - 1);
     }
 
+    // A mark with no slot left is compared now: a block freed in address
+    // order after its neighbours merges with them, and the marks of the
+    // middle ones went unread (a write into the fourth of eight 80 KiB
+    // blocks freed in turn was missed).
     void add(size_t c)
     {
       if (chunk[0] == NONE)
         chunk[0] = c;
       else if (chunk[1] == NONE)
         chunk[1] = c;
+      else if (dropped_overwritten == nullptr && !intact(c))
+        dropped_overwritten = pagemap.chunk_address(c);
     }
 
     // The payload bits recording those of these marks that lie in the
@@ -90,13 +101,27 @@ namespace snmalloc
     {
       for (size_t c : chunk)
       {
-        if (c - begin >= end - begin) // NONE too
-          continue;
-        void* at = pagemap.chunk_address(c);
-        if (*static_cast<const uintptr_t*>(at) != freed_run_mark(at))
-          return at;
+        if (c - begin < end - begin && !intact(c)) // NONE is never inside
+          return pagemap.chunk_address(c);
       }
       return nullptr;
+    }
+
+    // Zero the marks among the chunks [begin, end).
+    void clear(size_t begin, size_t end) const
+    {
+      for (size_t c : chunk)
+      {
+        if (c - begin < end - begin)
+          *static_cast<uintptr_t*>(pagemap.chunk_address(c)) = 0;
+      }
+    }
+
+    // Does chunk c still hold the mark written when its run was freed?
+    static bool intact(size_t c)
+    {
+      void* at = pagemap.chunk_address(c);
+      return *static_cast<const uintptr_t*>(at) == freed_run_mark(at);
     }
   };
 } // namespace snmalloc

@@ -54,6 +54,16 @@ namespace snmalloc
         overwritten_ = at;
     }
 
+    // The chunks [begin, end) of a free block with `marks` and `flags` are
+    // handed out: each mark among them compared, and in a clean block
+    // cleared, so that it reads as zero whole, as its flag says.
+    void taking(const BlockMarks& marks, uintptr_t flags, size_t begin, size_t end)
+    {
+      note_overwritten(marks.overwritten(begin, end));
+      if ((flags & DIRTY) == 0)
+        marks.clear(begin, end);
+    }
+
     // Extend the frontier by a block of `order`, aligned to its size; the
     // skipped gap becomes free blocks.
     Block carve(size_t order)
@@ -240,7 +250,7 @@ namespace snmalloc
       uintptr_t flags = payload & (DIRTY | AGED);
       BlockMarks marks = BlockMarks::recorded(index, payload);
       remove(index, o);
-      note_overwritten(marks.overwritten(index, index + (size_t(1) << order)));
+      taking(marks, flags, index, index + (size_t(1) << order));
       // Split down, keeping the lower half each time.
       while (o > order)
       {
@@ -319,7 +329,7 @@ namespace snmalloc
         size_t taken_end = end < block_end ? end : block_end;
         remove(i, order);
         dirty |= (flags & DIRTY) != 0;
-        note_overwritten(marks.overwritten(i, taken_end));
+        taking(marks, flags, i, taken_end);
         for_each_aligned_block(taken_end, block_end, [&](size_t b, size_t o) {
           insert(b, o, flags | marks.bits_for(b, o));
         });
@@ -351,7 +361,8 @@ namespace snmalloc
         order++;
         clean = false;
       }
-      insert(index, order, clean ? 0 : DIRTY | marks.bits_for(index, order));
+      note_overwritten(marks.dropped_overwritten);
+      insert(index, order, (clean ? 0 : DIRTY) | marks.bits_for(index, order));
     }
 
     // A decay's first step: take off the free lists the dirty blocks whose
@@ -360,7 +371,9 @@ namespace snmalloc
     // no other call allocates or merges them, and linked as on a list: to
     // the block before them on theirs, and to the block taken before them
     // (a chain, last taken first).  The first of the chain is returned
-    // (NONE for none), and `bytes` is what they hold.
+    // (NONE for none), and `bytes` is what they hold.  Their marks are
+    // compared as they are taken, their pages still resident: a write into
+    // a run left free until its decay is seen too.
     uint32_t take_decaying(bool everything, size_t& bytes)
     {
       uint32_t taken = NONE;
@@ -374,6 +387,8 @@ namespace snmalloc
           if ((flags & DIRTY) != 0 && (everything || (flags & AGED) != 0))
           {
             uint32_t prev = prev_of(i);
+            size_t end = i + (size_t(1) << o);
+            note_overwritten(BlockMarks::recorded(i, tag_payload(at(i).get_owner())).overwritten(i, end));
             remove(i, o);
             at(i).owner.store(make_tag(ChunkKind::Decommitting, o), std::memory_order_relaxed);
             set_links(i, prev, taken);

@@ -1,14 +1,15 @@
 // A write into a large object after its free, anywhere in its first eight
 // bytes, must stop the program, at the latest when the memory is handed
-// out again: before the next owner of those bytes gets a block the old
-// owner scribbled on.  The default build stops it then, with one line that
-// names the freed object's address; the checks build, whose freed runs are
-// inaccessible, stops it at the write (SIGSEGV).  Each case runs in a
-// forked child, which reports an allocation that covered the freed object
-// unnoticed (exit code COVERED) instead of dying.  The same holds whatever
-// was freed around the object first, and what size is allocated next.
-// Programs without the bug, and freed runs whose pages went back to the
-// kernel, must never be stopped.
+// out again or its pages go back to the kernel: before the next owner of
+// those bytes gets a block the old owner scribbled on.  The default build
+// stops it then, with one line that names the freed object's address; the
+// checks build, whose freed runs are inaccessible, stops it at the write
+// (SIGSEGV).  Each case runs in a forked child, which reports an
+// allocation that covered the freed object unnoticed (exit code COVERED)
+// instead of dying.  The same holds whatever was freed around the object,
+// before or after, what size is allocated next, and whether realloc had
+// moved the object by remapping its pages.  Programs without the bug must
+// never be stopped, and calloc's blocks read as zero.
 #include "support/death.h"
 
 #include <catch2/catch.hpp>
@@ -95,19 +96,40 @@ namespace
     char* after;
   };
 
-  Row row_of(size_t size)
+  std::vector<char*> side_by_side(size_t size, size_t count)
   {
     for (int tries = 0; tries < 16; tries++)
     {
-      char* a = static_cast<char*>(std::malloc(size));
-      char* b = static_cast<char*>(std::malloc(size));
-      char* c = static_cast<char*>(std::malloc(size));
-      size_t run = malloc_usable_size(a);
-      bool side_by_side = b == a + run && c == b + run;
-      if ((side_by_side || snmalloc::config::checks) && std::malloc(size) != nullptr)
-        return {a, b, c};
+      std::vector<char*> row(count);
+      bool adjacent = true;
+      for (size_t i = 0; i < count; i++)
+      {
+        row[i] = static_cast<char*>(std::malloc(size));
+        adjacent = adjacent && (i == 0 || row[i] == row[i - 1] + malloc_usable_size(row[i - 1]));
+      }
+      if ((adjacent || snmalloc::config::checks) && std::malloc(size) != nullptr)
+        return row;
     }
     ::_exit(NO_ROW);
+  }
+
+  Row row_of(size_t size)
+  {
+    std::vector<char*> row = side_by_side(size, 3);
+    return {row[0], row[1], row[2]};
+  }
+
+  // Up to 64 allocations of `size`: exit with COVERED at the first that
+  // covers p, with 0 if none does.
+  [[noreturn]] void allocate_until_covered(size_t size, const char* p)
+  {
+    for (int i = 0; i < 64; i++)
+    {
+      char* q = static_cast<char*>(std::malloc(size));
+      if (covers(q, size, p))
+        ::_exit(COVERED);
+    }
+    ::_exit(0);
   }
 
   // In the child: the bug, then allocations until one covers the freed
@@ -136,19 +158,15 @@ namespace
     size_t next = order == Order::LargerNext ? size * 2 : size;
     if (order == Order::SmallerNext && size / 2 > snmalloc::config::MAX_SMALL_SIZE)
       next = size / 2;
-    for (int i = 0; i < 64; i++)
-    {
-      char* q = static_cast<char*>(std::malloc(next));
-      if (covers(q, next, p))
-        ::_exit(COVERED);
-    }
-    ::_exit(0);
+    allocate_until_covered(next, p);
   }
 
-  void expect_stopped(size_t size, Scribble how, Order order)
+  // The child runs `bug(tell)`, which tells the freed object's address: it
+  // must be stopped, and the line must name that address.
+  template<typename Bug>
+  void expect_stopped_by(Bug bug)
   {
-    auto [end, p] = run_telling([&](auto tell) { write_after_free(tell, size, how, order); });
-    INFO("size " << size << ", scribble " << int(how) << ", order " << int(order));
+    auto [end, p] = run_telling(bug);
     INFO("child's stderr: " << end.stderr_text);
     REQUIRE(end.exit_code != NO_ROW);
     REQUIRE(end.exit_code != NOT_MOVED);
@@ -160,6 +178,12 @@ namespace
     }
     CHECK(end.signal == SIGABRT);
     CHECK(end.stderr_text == fatal_line("freed memory written (write after free?) at", p, ""));
+  }
+
+  void expect_stopped(size_t size, Scribble how, Order order)
+  {
+    INFO("size " << size << ", scribble " << int(how) << ", order " << int(order));
+    expect_stopped_by([&](auto tell) { write_after_free(tell, size, how, order); });
   }
 
   // Every size, with each of `hows` and `orders`.
@@ -183,9 +207,75 @@ TEST_CASE("so does one whose neighbours were freed around it", "[freed-run]")
   expect_stopped_all({Scribble::SixtyFour}, {Order::BeforeFreedFirst, Order::AfterFreedToo});
 }
 
+// Blocks freed one after another in address order merge into one free
+// block: a write into any of them between its free and the next ones'.
+TEST_CASE("so does one whose neighbours were freed after it, one by one", "[freed-run]")
+{
+  constexpr size_t count = 8;
+  for (size_t size : sizes)
+    for (size_t victim : {size_t(0), size_t(2), size_t(4), count - 1})
+    {
+      INFO("size " << size << ", block " << victim << " of " << count);
+      expect_stopped_by([&](auto tell) {
+        std::vector<char*> row = side_by_side(size, count);
+        for (char* b : row)
+          std::memset(b, 0x11, size);
+        tell(row[victim]);
+        for (size_t i = 0; i < count; i++)
+        {
+          std::free(row[i]);
+          if (i == victim)
+            scribble(row[i], Scribble::FirstWord);
+        }
+        allocate_until_covered(size, row[victim]);
+      });
+    }
+}
+
 TEST_CASE("so does a write through the pointer realloc moved it from", "[freed-run]")
 {
   expect_stopped_all({Scribble::FirstWord, Scribble::SixtyFour}, {Order::ReallocMoved});
+}
+
+// The block realloc moved it to, grown past the size from which realloc
+// remaps pages (4 MiB) from every size here but the first, then freed.
+TEST_CASE("so does a write into the block realloc moved it to, once freed", "[freed-run]")
+{
+  for (size_t size : sizes)
+  {
+    size_t grown = size * 2 + (2 << 20);
+    INFO("size " << size << " grown to " << grown);
+    expect_stopped_by([&](auto tell) {
+      auto [before, p, after] = row_of(size);
+      std::memset(p, 0x11, size);
+      char* q = static_cast<char*>(std::realloc(p, grown));
+      if (q == p)
+        ::_exit(NOT_MOVED);
+      tell(q);
+      std::free(q);
+      scribble(q, Scribble::SixtyFour);
+      allocate_until_covered(grown, q);
+    });
+  }
+}
+
+// Left free until its pages go back to the kernel (a trim here, a decay
+// otherwise), the write is seen as they go.
+TEST_CASE("so does one into a block whose pages then go back", "[freed-run]")
+{
+  for (size_t size : sizes)
+  {
+    INFO("size " << size);
+    expect_stopped_by([&](auto tell) {
+      auto [before, p, after] = row_of(size);
+      std::memset(p, 0x11, size);
+      tell(p);
+      std::free(p);
+      scribble(p, Scribble::FirstWord);
+      snmalloc::trim();
+      allocate_until_covered(size, p);
+    });
+  }
 }
 
 TEST_CASE("so does one whose memory goes to a smaller or larger object", "[freed-run]")
@@ -287,12 +377,12 @@ TEST_CASE("programs without the bug run to their end", "[freed-run]")
   CHECK(end.exit_code == 0);
 }
 
-// Once the kernel has the pages back, the freed run reads as zero: what
-// was written is gone with them and nothing is reported.
+// Once the kernel has the pages back, the freed run reads as zero, and a
+// block that covers it is not stopped.
 TEST_CASE("a freed run whose pages went back is not reported", "[freed-run]")
 {
   if (snmalloc::config::checks)
-    return; // there, the write itself faults
+    return; // there, freed runs wait in quarantine
   for (size_t size : sizes)
   {
     auto [end, p] = run_telling([size](auto tell) {
@@ -300,7 +390,6 @@ TEST_CASE("a freed run whose pages went back is not reported", "[freed-run]")
       std::memset(p, 0x11, size);
       tell(p);
       std::free(p);
-      scribble(p, Scribble::SixtyFour);
       snmalloc::trim();
       for (int i = 0; i < 64; i++)
       {
@@ -314,4 +403,48 @@ TEST_CASE("a freed run whose pages went back is not reported", "[freed-run]")
     CHECK(end.signal == 0);
     CHECK(end.exit_code == COVERED);
   }
+}
+
+// A block realloc moved by remapping its pages goes back with fresh pages
+// and its mark: calloc over it, of its size or less, reads as zero.
+TEST_CASE("calloc over a freed block that realloc moved reads as zero", "[freed-run]")
+{
+  ChildEnd end = run_in_child([] {
+    for (size_t size : {size_t(5) << 20, size_t(9) << 20})
+    {
+      for (size_t again : {size * 3, size * 3 / 2, size_t(1) << 20, size_t(100000)})
+      {
+        auto [before, p, after] = row_of(size);
+        std::memset(p, 0x77, size);
+        char* q = static_cast<char*>(std::realloc(p, size * 3));
+        if (q == p && !snmalloc::config::checks) // there, guarded runs may grow in place
+          ::_exit(NOT_MOVED);
+        std::memset(q, 0x77, size * 3);
+        std::free(q);
+        bool covered = false;
+        std::vector<unsigned char*> taken;
+        for (int i = 0; i < 1024 && !covered; i++) // small ones fill other gaps first
+        {
+          auto* z = static_cast<unsigned char*>(std::calloc(1, again));
+          for (size_t at = 0; at < again; at += 4093)
+            if (z[at] != 0)
+              ::_exit(5);
+          if (z[0] != 0 || z[again - 1] != 0)
+            ::_exit(5);
+          covered = covers(reinterpret_cast<char*>(z), again, q);
+          taken.push_back(z);
+        }
+        if (!covered && !snmalloc::config::checks)
+          ::_exit(COVERED + 10); // the test did not reach the case
+        for (unsigned char* z : taken)
+          std::free(z);
+        std::free(before);
+        std::free(after);
+      }
+    }
+    ::_exit(0);
+  });
+  INFO("child's stderr: " << end.stderr_text);
+  CHECK(end.signal == 0);
+  CHECK(end.exit_code == 0);
 }
