@@ -34,6 +34,7 @@ namespace snmalloc
     static constexpr size_t SHIFT = 8;
     static constexpr size_t SLOT_BITS = 23;
     static constexpr uintptr_t SLOT_MASK = (uintptr_t(1) << SLOT_BITS) - 1;
+    static_assert(SHIFT + 2 * SLOT_BITS <= 8 * sizeof(uintptr_t) - 8, "two slots fit a tag's payload");
 
     size_t chunk[2] = {NONE, NONE};
     // The first mark found overwritten among those that found no slot.
