@@ -279,9 +279,10 @@ namespace snmalloc
       Block b = alloc(order, fit);
       if (b.ok)
       {
-        uintptr_t flags = b.dirty ? DIRTY : 0;
+        // alloc compared the whole block's marks, and in a clean one
+        // cleared them: a clean tail keeps none.
         for_each_aligned_block(b.index + chunks, b.index + (size_t(1) << order), [&](size_t i, size_t o) {
-          insert(i, o, flags | b.marks.bits_for(i, o), tails_[o]);
+          insert(i, o, b.dirty ? DIRTY | b.marks.bits_for(i, o) : 0, tails_[o]);
         });
       }
       return b;
