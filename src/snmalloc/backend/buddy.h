@@ -343,8 +343,12 @@ namespace snmalloc
 
     // A freed block is dirty and young (unless the caller has just replaced
     // its pages); merged with its buddies, it stays young (the merged block
-    // holds newly freed pages).  It records its own mark (`marked`: at its
-    // first chunk) before its buddies'.
+    // holds newly freed pages), and is clean only if every part was.  (Any
+    // merge made it dirty: a block a trim decommitted and put back next to
+    // a clean buddy, such as a gap the frontier skipped, which is inserted
+    // unmerged, became a dirty block of zero pages that the trim left
+    // behind it.)  It records its own mark (`marked`: at its first chunk)
+    // before its buddies'.
     void dealloc(size_t index, size_t order, bool clean = false, bool marked = false)
     {
       BlockMarks marks;
@@ -360,7 +364,7 @@ namespace snmalloc
         remove(buddy, order);
         index &= ~(size_t(1) << order);
         order++;
-        clean = false;
+        clean = clean && (payload & DIRTY) == 0;
       }
       note_overwritten(marks.dropped_overwritten);
       insert(index, order, (clean ? 0 : DIRTY) | marks.bits_for(index, order));

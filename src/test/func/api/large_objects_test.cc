@@ -66,6 +66,25 @@ TEST_CASE("large-usable-size-within-a-chunk")
 // once from that dirty memory.  Once the unused rest has decayed, holding N
 // objects costs at most a chunk each beyond their requests; a power-of-two
 // run keeps the whole dirty block of each object resident, nearly twice.
+// Two neighbouring runs whose pages were just replaced, as a run realloc
+// had remapped is when it is freed, merge into a clean free block: no page
+// of it counts as resident, so a trim has none to leave behind.
+TEST_CASE("large-clean-parts-merge-clean")
+{
+  constexpr size_t half = size_t(64) << 10;
+  snmalloc::trim();
+  size_t before = snmalloc::backend.usage().dirty_free_bytes;
+  snmalloc::Backend::Chunks c = snmalloc::backend.alloc_chunks(2 * half, 2 * half);
+  REQUIRE(c.base != nullptr);
+  char* base = static_cast<char*>(c.base);
+  snmalloc::Pal::replace_pages(base, 2 * half);
+  snmalloc::backend.dealloc_chunks(base + half, half, true);
+  snmalloc::backend.dealloc_chunks(base, half, true);
+  CHECK(snmalloc::backend.usage().dirty_free_bytes == before);
+  snmalloc::trim();
+  CHECK(snmalloc::backend.usage().dirty_free_bytes == 0);
+}
+
 TEST_CASE("large-resident-after-dirty-reuse", "[.]")
 {
   // Not the checks build's bound: the pages of reused memory under its
