@@ -83,12 +83,12 @@ namespace
     return q != nullptr && q <= p && p < q + size;
   }
 
-  // Three blocks of `size` side by side, and a fourth after them, so that
-  // what the frees below leave free is bounded: else best fit may place
-  // the next blocks elsewhere first.  The blocks of tries that came apart
-  // stay allocated (the next tries go past them).  The checks build puts
-  // guard pages between blocks, and its freed ones fault wherever they
-  // lie: any three do.
+  // Blocks of `size` side by side (`count` of them, three in a Row), and
+  // one more after them, so that what the frees below leave free is
+  // bounded: else best fit may place the next blocks elsewhere first.  The
+  // blocks of tries that came apart stay allocated (the next tries go past
+  // them).  The checks build puts guard pages between blocks, and its
+  // freed ones fault wherever they lie: any blocks do.
   struct Row
   {
     char* before;
