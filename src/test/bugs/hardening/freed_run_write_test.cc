@@ -237,8 +237,8 @@ TEST_CASE("so does a write through the pointer realloc moved it from", "[freed-r
   expect_stopped_all({Scribble::FirstWord, Scribble::SixtyFour}, {Order::ReallocMoved});
 }
 
-// The block realloc moved it to, grown past the size from which realloc
-// remaps pages (4 MiB) from every size here but the first, then freed.
+// The block realloc moved it to, then freed: moved by remapping its pages
+// from 5 MiB (realloc remaps a block of 4 MiB or more), by copying below.
 TEST_CASE("so does a write into the block realloc moved it to, once freed", "[freed-run]")
 {
   for (size_t size : sizes)
