@@ -129,20 +129,18 @@ namespace snmalloc
         report_fatal_at("freed memory written (write after free?) at", at);
     }
 
-    // f()'s result, run under the lock with no decay after it; a freed
-    // run's mark found overwritten is reported once the lock is released.
+    // Run `f` under the lock with no decay after it; a freed run's mark
+    // found overwritten is reported once the lock is released.
     template<typename F>
-    auto locked(F&& f) noexcept
+    void locked(F&& f) noexcept
     {
       void* overwritten;
-      decltype(f()) result;
       {
         LockGuard g(lock_);
-        result = f();
+        f();
         overwritten = buddy_.take_overwritten();
       }
       report_if_overwritten(overwritten);
-      return result;
     }
 
     // With the lock held (and held again on return): wait until no decay
@@ -163,14 +161,10 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH void return_pages(uint32_t taken) noexcept
     {
       Buddy::decommit_taken(taken);
-      void* overwritten;
-      {
-        LockGuard g(lock_);
+      locked([&] {
         buddy_.put_back_taken(taken); // merges may compare marks
         decaying_--;
-        overwritten = buddy_.take_overwritten();
-      }
-      report_if_overwritten(overwritten);
+      });
     }
 
     bool ensure_init_locked() noexcept
@@ -377,13 +371,17 @@ namespace snmalloc
     // chunks after it are free.  Their contents are unspecified.
     bool extend_chunks(void* base, size_t bytes, size_t new_bytes) noexcept
     {
-      return locked([&] { return extend_chunks_locked(base, bytes, new_bytes); });
+      bool extended = false;
+      locked([&] { extended = extend_chunks_locked(base, bytes, new_bytes); });
+      return extended;
     }
 
     // Zeroed, 64-byte aligned memory for allocator metadata.
     void* alloc_meta(size_t size) noexcept
     {
-      return locked([&] { return alloc_meta_locked(bits::align_up(size, 64)); });
+      void* meta = nullptr;
+      locked([&] { meta = alloc_meta_locked(bits::align_up(size, 64)); });
+      return meta;
     }
 
     // Recycle metadata of at most 512 bytes for a later alloc_meta of the same size.
