@@ -36,12 +36,40 @@ namespace snmalloc
       }
     }
 
+    // f(own), `own` the calling thread's allocator or nullptr, once every
+    // message that reached the covered allocators is handled, under the
+    // pool lock that keeps the idle ones idle.
+    template<typename F>
+    void with_covered_allocators(F&& f)
+    {
+      Alloc* own = local_cache.core;
+      if (own != nullptr)
+      {
+        own->post_remote_frees();
+        own->handle_messages();
+      }
+      alloc_pool.while_locked([&](Alloc* idle) {
+        // Under the lock: a thread that exits now may leave messages that
+        // arrived after its own last look.
+        for (; idle != nullptr; idle = idle->next_in_pool)
+          idle->handle_messages();
+        f(own);
+      });
+    }
+
+    // Is the slab span `c` of a covered allocator: `own`, or an idle one?
+    // (A thread allocator's owner value is its address.)
+    inline bool covered_slab(const ChunkSpan& c, const Alloc* own)
+    {
+      return (own != nullptr && c.tag == own->owner_value()) ||
+        reinterpret_cast<const Alloc*>(c.tag)->in_pool;
+    }
+
     // Small and large objects, in one pass over the pagemap, under the
     // pool lock.  `own` is the calling thread's allocator, if any.
     inline void visit_arena_objects(Alloc* own, const DetachedFree& own_detached, HeapVisitor visit)
     {
       const DetachedFree none{};
-      uintptr_t own_owner = own == nullptr ? 0 : own->owner_value();
       walk_chunks([&](const ChunkSpan& c) {
         void* base = reinterpret_cast<void*>(c.base);
         if (c.kind == SpanKind::LargeRun)
@@ -49,32 +77,20 @@ namespace snmalloc
           visit(base, large_run::bytes_of_tag(c.tag));
           return;
         }
-        if (c.kind != SpanKind::Slab)
+        if (c.kind != SpanKind::Slab || !covered_slab(c, own))
           return;
-        // A thread allocator's owner value is its address.
-        bool covered = c.tag == own_owner || reinterpret_cast<const Alloc*>(c.tag)->in_pool;
-        if (!covered)
-          return;
-        for_each_live_object(*c.slab, c.tag == own_owner ? own_detached : none, visit);
+        bool is_own = own != nullptr && c.tag == own->owner_value();
+        for_each_live_object(*c.slab, is_own ? own_detached : none, visit);
       });
     }
 
     // The census (see the top of this file), with a C visitor.
     inline void heap_walk_with(HeapVisitor visit) noexcept
     {
-      Alloc* own = local_cache.core;
-      DetachedFree own_detached{};
-      if (own != nullptr)
-      {
-        own->post_remote_frees();
-        own->handle_messages();
-        collect_detached(local_cache, *own, own_detached);
-      }
-      alloc_pool.while_locked([&](Alloc* idle) {
-        // Under the lock that keeps them idle: a thread that exits now may
-        // leave messages that arrived after its own last look.
-        for (; idle != nullptr; idle = idle->next_in_pool)
-          idle->handle_messages();
+      with_covered_allocators([&](Alloc* own) {
+        DetachedFree own_detached{};
+        if (own != nullptr)
+          collect_detached(local_cache, *own, own_detached);
         visit_arena_objects(own, own_detached, visit);
       });
       zero_size_slots.for_each_out([&](void* p) { visit(p, 0); });

@@ -1,0 +1,54 @@
+#pragma once
+// Layer global: the checks build's last look at freed small objects.
+//
+// A write after free shows where it overwrote a freed object's link or
+// free mark (ds/freelist.h), once the allocator reads them again: when the
+// object is handed out, or its slab released.  An object that is never
+// handed out again is never read, so a short program (a test) could write
+// into one and end unseen.  The checks shims sweep at exit
+// (override/exit_sweep.h): every free object of the allocators the census
+// covers (global/heap_walk.h: the calling thread's and the idle ones of
+// threads that exited) has its link and mark read as a reuse would.  Not
+// the zeroed bytes past them (SlabMeta::POISON): an object linked from a
+// slab's untouched tail may hold what a released slab left there.
+
+#include "heap_walk.h"
+
+namespace snmalloc::detail
+{
+  // The objects of a list of one slab's free objects, at most `limit` of
+  // them (a slab's capacity: the checks build stops double frees at the
+  // free, so no list has a cycle, but a bound costs nothing).
+  inline void sweep_free_list(const FreeObject* head, size_t limit)
+  {
+    for (const FreeObject* f = head; f != nullptr && limit-- != 0; f = f->next_object())
+    {
+      if (SNMALLOC_UNLIKELY(!const_cast<FreeObject*>(f)->marked_free()))
+        report_fatal_at("write after free (found at exit) into the freed object at", f);
+    }
+  }
+
+  // Read the link and mark of every free object of the covered allocators'
+  // slabs, their lists and the calling thread's fast lists; a fatal error
+  // at the first that a write after free changed.
+  inline void sweep_freed_objects() noexcept
+  {
+    if constexpr (config::checks)
+    {
+      with_covered_allocators([](Alloc* own) {
+        if (own != nullptr)
+        {
+          for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
+          {
+            sweep_free_list(local_cache.fast[sc], sizeclasses.capacity[sc]);
+            sweep_free_list(own->profile().held_objects(sc), sizeclasses.capacity[sc]);
+          }
+        }
+        walk_chunks([&](const ChunkSpan& c) {
+          if (c.kind == SpanKind::Slab && covered_slab(c, own))
+            sweep_free_list(c.slab->free, sizeclasses.capacity[c.slab->sizeclass]);
+        });
+      });
+    }
+  }
+} // namespace snmalloc::detail
