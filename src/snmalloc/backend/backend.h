@@ -401,6 +401,12 @@ namespace snmalloc
       size_t dirty_free_bytes; // free chunks whose pages may be resident
     };
 
+    // See SpinLock::free_within.
+    bool lock_free_within(unsigned tries) noexcept
+    {
+      return lock_.free_within(tries);
+    }
+
     // Chunks from the arena's base that may have been handed out (the
     // frontier only moves up): a walk of the pagemap (mem/chunk_walk.h)
     // stops there.

@@ -44,6 +44,23 @@ namespace snmalloc
     {
       held.store(false, std::memory_order_release);
     }
+
+    // Could the lock be taken within `tries` tries, yielding between them?
+    // It is not kept.  For a caller that must not wait on a lock its own
+    // thread may hold (code a signal handler interrupted).
+    bool free_within(unsigned tries) noexcept
+    {
+      for (unsigned i = 0; i < tries; i++)
+      {
+        if (try_lock())
+        {
+          unlock();
+          return true;
+        }
+        ::sched_yield();
+      }
+      return false;
+    }
   };
 
   class LockGuard

@@ -61,6 +61,12 @@ namespace snmalloc
       f(free_);
     }
 
+    // See SpinLock::free_within.
+    bool lock_free_within(unsigned tries) noexcept
+    {
+      return lock_.free_within(tries);
+    }
+
     void prefork() noexcept
     {
       lock_.lock();

@@ -6,15 +6,27 @@
 //     SIZE   bytes of each object
 //     WHERE  none (no write: the control), word0 (the first 8 bytes),
 //            word1 (the next 8), zero0 (zero into the first 8)
-//     WHO    main: main allocates and frees; exited: a thread allocates
-//            and frees, then exits; cross: main allocates, a thread frees
+//     WHO    where the freed object is when the program ends:
+//            main: main allocated and freed it (on its slab's list);
+//            exited: a thread allocated and freed it, then exited (an
+//              idle allocator's slab);
+//            cross: main allocated it, a thread freed it, and a trim
+//              brought the free home (main's slab);
+//            inbox: the same without the trim (still in main's inbox,
+//              or its slab's list if an allocation took the message);
+//            idle-inbox: a thread allocated it and exited, main freed it
+//              (in main's cache of frees for other threads);
+//            fast: main freed it and then allocated until a refill took
+//              its list (in main's fast list)
 //     SEED   which objects are freed, and which of them is written
 //
-// Between 20 and 99 objects are allocated; a random half are freed (the
-// victim among them) and the rest stay live to the end, so the victim's
-// slab is not released and stays readable.  The victim's address goes to
-// stdout before the write.  Nothing else the program does allocates an
-// object of SIZE's class between the frees and the write.
+// Between 20 and 99 objects are allocated, and a random half of those at
+// odd positions but the last are freed (the victim among them): every
+// slab the run touched keeps a live object, so none is released and the
+// victim stays readable.  The victim's address goes to stdout before the
+// write.  Nothing else the program does allocates an object of SIZE's
+// class between the frees and the write.  Status 3: the shape was not
+// reached (fast: the victim came back before its successor).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -77,14 +89,16 @@ int main(int argc, char** argv)
   std::string where = argv[2], who = argv[3];
   std::mt19937_64 random(std::strtoull(argv[4], nullptr, 10));
   plan.objects.resize(20 + random() % 80);
-  for (size_t i = 0; i < plan.objects.size(); i++)
+  for (size_t i = 1; i + 1 < plan.objects.size(); i += 2)
     if (random() % 2 == 0)
       plan.freed.push_back(i);
-  if (plan.freed.empty())
-    plan.freed.push_back(0);
-  plan.victim = plan.freed[random() % plan.freed.size()];
+  if (plan.freed.size() < 2)
+    plan.freed = {1, 3};
+  // Not the last freed: `fast` needs one freed after it.
+  size_t victim_at = random() % (plan.freed.size() - 1);
+  plan.victim = plan.freed[victim_at];
 
-  if (who == "main")
+  if (who == "main" || who == "fast")
   {
     allocate(plan);
     free_some(plan);
@@ -96,15 +110,22 @@ int main(int argc, char** argv)
       free_some(plan);
     }).join();
   }
-  else
+  else if (who == "cross" || who == "inbox")
   {
     allocate(plan);
     std::thread([&] { free_some(plan); }).join();
-    // Bring the other thread's frees home to main's allocator (a trim
-    // handles its messages), so that the write lands in an object on its
-    // slab's list rather than in one still travelling.
-    malloc_trim(0);
+    // A trim handles main's messages: the object is then on its slab's
+    // list rather than still travelling.
+    if (who == "cross")
+      malloc_trim(0);
   }
+  else if (who == "idle-inbox")
+  {
+    std::thread([&] { allocate(plan); }).join();
+    free_some(plan);
+  }
+  else
+    return 2;
 
   char* victim = static_cast<char*>(plan.objects[plan.victim]);
   // Not printf: stdio's buffer, allocated at its first use, could be the
@@ -120,6 +141,21 @@ int main(int argc, char** argv)
     words[1] = 0x4343434343434343;
   else if (where == "zero0")
     words[0] = 0;
+  if (who == "fast")
+  {
+    // The slab's list is last freed first: the refill that hands out the
+    // object freed after the victim leaves the victim next in the fast
+    // list.  What comes back before stays live.
+    void* successor = plan.objects[plan.freed[victim_at + 1]];
+    for (int i = 0; i < 100000; i++)
+    {
+      void* p = std::malloc(plan.size);
+      if (p == victim)
+        return 3;
+      if (p == successor)
+        break;
+    }
+  }
   unrelated_traffic(plan.size);
   return 0;
 }
