@@ -45,13 +45,9 @@ namespace snmalloc::detail
         return;
       with_covered_allocators([](Alloc* own) {
         if (own != nullptr)
-        {
-          for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
-          {
-            sweep_free_list(local_cache.fast[sc], sizeclasses.capacity[sc]);
-            sweep_free_list(own->profile().held_objects(sc), sizeclasses.capacity[sc]);
-          }
-        }
+          for_each_detached_list(local_cache, *own, [](sizeclass_t sc, size_t, const FreeObject* head) {
+            sweep_free_list(head, sizeclasses.capacity[sc]);
+          });
         walk_chunks([&](const ChunkSpan& c) {
           if (c.kind == SpanKind::Slab && covered_slab(c, own))
             sweep_free_list(c.slab->free, sizeclasses.capacity[c.slab->sizeclass]);

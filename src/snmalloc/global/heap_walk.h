@@ -26,14 +26,24 @@ namespace snmalloc
 {
   namespace detail
   {
-    // The free objects the calling thread's allocator keeps off its slabs.
-    inline void collect_detached(const Local& local, Alloc& core, DetachedFree& out)
+    // f(sizeclass, list, head) for each list of free objects the calling
+    // thread's allocator keeps off its slabs: its fast list (0) and the
+    // batch the profiler holds back (1), per class.
+    template<typename F>
+    void for_each_detached_list(const Local& local, Alloc& core, F&& f)
     {
       for (sizeclass_t sc = 0; sc < NUM_SMALL_CLASSES; sc++)
       {
-        out.add(sc, 0, local.fast[sc]);
-        out.add(sc, 1, core.profile().held_objects(sc));
+        f(sc, 0, local.fast[sc]);
+        f(sc, 1, core.profile().held_objects(sc));
       }
+    }
+
+    inline void collect_detached(const Local& local, Alloc& core, DetachedFree& out)
+    {
+      for_each_detached_list(local, core, [&](sizeclass_t sc, size_t list, const FreeObject* head) {
+        out.add(sc, list, head);
+      });
     }
 
     // f(own), `own` the calling thread's allocator or nullptr, once every
