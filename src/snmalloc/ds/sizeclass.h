@@ -29,11 +29,12 @@ namespace snmalloc
     return (size_t(1) << k) + ((sc - 4) % 4 + 1) * step;
   }
 
-  // Slabs are a power of two of chunks holding at least a dozen objects.
+  // Slabs are a power of two of chunks, at least config::MIN_SLAB_SIZE,
+  // holding at least a dozen objects.
   constexpr size_t slab_size_compute(size_t object_size)
   {
     size_t want = object_size * config::MIN_OBJECTS_PER_SLAB;
-    return want <= config::CHUNK_SIZE ? config::CHUNK_SIZE : bits::next_pow2(want);
+    return want <= config::MIN_SLAB_SIZE ? config::MIN_SLAB_SIZE : bits::next_pow2(want);
   }
 
   struct SizeclassTable
@@ -110,9 +111,9 @@ namespace snmalloc
 
   inline constexpr SizeclassTable sizeclasses{};
 
-  // Objects in the fullest slab (the smallest class in one chunk), rounded
-  // to whole 64-bit words of a bitmap.
-  constexpr size_t MAX_CAPACITY = bits::align_up(config::CHUNK_SIZE / config::MIN_ALLOC_SIZE, 64);
+  // Objects in the fullest slab (the smallest class in the smallest slab),
+  // rounded to whole 64-bit words of a bitmap.
+  constexpr size_t MAX_CAPACITY = bits::align_up(config::MIN_SLAB_SIZE / config::MIN_ALLOC_SIZE, 64);
 
   static_assert(class_to_size_compute(NUM_SMALL_CLASSES - 1) == config::MAX_SMALL_SIZE);
 

@@ -76,6 +76,17 @@ namespace snmalloc::config
   // A slab holds at least this many objects.
   constexpr size_t MIN_OBJECTS_PER_SLAB = 12;
 
+  // The smallest slab: four chunks.  A free reads its slab's descriptor,
+  // and with 16 KiB slabs perf-random-replace (20,000 live objects of
+  // 16..1024 bytes) had four times the descriptors, which random frees
+  // found cold: 64 KiB slabs miss the last level 16% less (cachegrind,
+  // 3.86 M -> 3.25 M at 2,000,000 ops) for 1% fewer instructions
+  // (docs/performance.md).  The checks build keeps one-chunk slabs: a
+  // small heap then spans less accessible memory, so that a far write
+  // past an object meets an uncommitted chunk sooner.
+  constexpr size_t MIN_SLAB_BITS = checks ? CHUNK_BITS : 16;
+  constexpr size_t MIN_SLAB_SIZE = size_t(1) << MIN_SLAB_BITS;
+
   // A sleeping slab wakes after a quarter of its objects have come back,
   // or after this many bytes of them if that is fewer.  Objects freed long
   // before their slab woke were out of the cache when handed out again: a

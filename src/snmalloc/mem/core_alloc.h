@@ -354,8 +354,8 @@ namespace snmalloc
     }
 
     // Every object of an awake slab is back: kept while no other slab of
-    // its class is kept so, or for larger slabs than a chunk, while it is
-    // the class's only one available; else released.  (Kept only as the
+    // its class is kept so, or for slabs larger than the smallest, while it
+    // is the class's only one available; else released.  (Kept only as the
     // only one, perf-producer-freer released and made again about 4,900
     // slabs a run, now 1,400: the frees come back in messages of
     // thousands, so one slab of a class empties while another is
@@ -364,7 +364,7 @@ namespace snmalloc
     SNMALLOC_SLOW_PATH void slab_all_free(SlabMeta* meta)
     {
       sizeclass_t sc = meta->owner_sizeclass;
-      if (sizeclasses.slab_bits[sc] == config::CHUNK_BITS)
+      if (sizeclasses.slab_bits[sc] == config::MIN_SLAB_BITS)
       {
         SlabMeta* kept = kept_empty_[sc];
         if (kept == nullptr || kept == meta || !kept->all_free())

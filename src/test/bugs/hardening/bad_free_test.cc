@@ -120,7 +120,9 @@ TEST_CASE("interior pointer at an object size boundary of another class", "[bad-
 
 namespace
 {
-  constexpr size_t MANY = 4000;
+  // Three slabs' worth of the smallest class (4,096 objects of 16 bytes
+  // to a 64 KiB slab), so that the middle object's slab holds only these.
+  constexpr size_t MANY = 3 * snmalloc::MAX_CAPACITY;
 
   // Allocate many objects of `size` and free them all, the one in the
   // middle twice (by `free_twice`), then allocate as many again: the slab
