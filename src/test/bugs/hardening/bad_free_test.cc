@@ -120,8 +120,9 @@ TEST_CASE("interior pointer at an object size boundary of another class", "[bad-
 
 namespace
 {
-  // Three slabs' worth of the smallest class (4,096 objects of 16 bytes
-  // to a 64 KiB slab), so that the middle object's slab holds only these.
+  // Three slabs' worth of the smallest class (16-byte objects: 4,096 to a
+  // 64 KiB slab, 1,024 to the checks build's 16 KiB one), so that the
+  // middle object's slab holds only these.
   constexpr size_t MANY = 3 * snmalloc::MAX_CAPACITY;
 
   // Allocate many objects of `size` and free them all, the one in the
