@@ -3,9 +3,12 @@
 # test suite in four configurations, part of it in a fifth built by clang,
 # each in its own build directory:
 #
-#   build/off    Release, SNMALLOC_PROFILE=OFF
+#   build/off    Release, SNMALLOC_PROFILE=OFF (every test but the headers
+#                compiled alone, which on runs the same way)
 #   build/on     Release, SNMALLOC_PROFILE=ON
 #   build/ubsan  Debug,   SNMALLOC_PROFILE=ON, UndefinedBehaviorSanitizer
+#                (every test but the headers alone and the CMake consumer,
+#                which compile without the sanitizer, as in on)
 #   build/checks Release, SNMALLOC_PROFILE=ON, SNMALLOC_CHECKS=ON (every test
 #                but the fuzz targets and the CMake consumer, which test the
 #                profile parser, the ELF reader and packaging, none of which
@@ -18,7 +21,7 @@
 #   build/aarch64 Release, SNMALLOC_PROFILE=ON, cross-compiled for aarch64
 #                (cmake/toolchains/aarch64-linux-gnu.cmake); the functional
 #                and unit tests run under qemu-user, but those listed at the
-#                stage with why
+#                stage with why, and only the targets they use are built
 #
 # and `cargo test` in rust/ when the Rust crate exists.  Stops at the first
 # failure.  The last line sums the ctest results of every configuration as
@@ -94,13 +97,22 @@ run_ctest() {
 
 # configuration NAME CMAKE_ARGS...: configure, build and test build/NAME;
 # CTEST_ARGS (an array) is passed to ctest; BUILD_TARGETS (an array) names
-# the targets to build, every one when it is empty.
+# the targets to build, every one when it is empty, those the selected
+# tests use when it is (tested) (scripts/test_targets.py).
 CTEST_ARGS=()
 BUILD_TARGETS=()
 configuration() {
   local name=$1 build_dir="build/$1"
   shift
   run_stage "$name: configure" cmake -S . -B "$build_dir" "$@"
+  if [[ ${BUILD_TARGETS[*]-} == tested ]]; then
+    local targets
+    targets=$(python3 scripts/test_targets.py "$build_dir" \
+      ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"} | paste -sd ';')
+    run_stage "$name: name the targets its tests use" \
+      cmake -S . -B "$build_dir" "-DSNMALLOC_SOME_TESTS=$targets"
+    BUILD_TARGETS=(some-tests)
+  fi
   run_stage "$name: build" cmake --build "$build_dir" -j "$jobs" \
     ${BUILD_TARGETS[@]+--target "${BUILD_TARGETS[@]}"}
   run_stage "$name: ctest" run_ctest "$build_dir" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}
@@ -108,8 +120,16 @@ configuration() {
 
 run_stage setup bash scripts/setup.sh --aarch64
 
+# Tests whose outcome does not depend on the configuration they are
+# registered in run in one of them only: the headers compiled alone (the
+# same compiler and flags in off, on and ubsan: about 3 minutes of a core
+# each time) run in on, checks and clang; the CMake consumer (which builds
+# the library itself, 2 minutes) in off and on.
+CTEST_ARGS=(-E '^tree-headers-alone-')
 configuration off -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=OFF
+CTEST_ARGS=()
 configuration on -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON
+CTEST_ARGS=(-E '^(tree-headers-alone-|func-cmake-consumer$)')
 configuration ubsan -DCMAKE_BUILD_TYPE=Debug -DSNMALLOC_PROFILE=ON \
   "-DCMAKE_C_FLAGS=$ubsan_flags" "-DCMAKE_CXX_FLAGS=$ubsan_flags"
 CTEST_ARGS=(-E '^(fuzz-|func-cmake-consumer$)')
@@ -135,7 +155,7 @@ aarch64_left_out=(
   'unit-symbolize:functions of the vDSO'
   # Statistical: a live set near 1 GiB sampled for minutes of emulated time;
   # the sampler's arithmetic is the same on every architecture.
-  'func-profile-statistical-' 'func-profile-mode-'
+  'func-profile-statistical' 'func-profile-mode'
   # The allocator's API and resident-memory tests, with their sampled and
   # guarded runs: func-api and func-api-thread-churn each ran past their
   # 300 s timeout under qemu on a loaded 2-core machine.
@@ -158,7 +178,7 @@ aarch64_left_out=(
   'func-service-profile$' 'func-http-endpoint$' 'func-profile-without-zlib$'
   # Lifetimes measured against the clock: under emulation an object freed
   # at once lives far longer than the 1 us bucket the test expects.
-  'func-profile-lifetimes-'
+  'func-profile-lifetimes'
   # qemu 7.2 with -R: after mremap(MREMAP_DONTUNMAP) the source range is
   # no longer accessible to the guest (Linux keeps it mapped, reading zero;
   # qemu without -R too).  A realloc that moved a large object's pages
@@ -171,9 +191,11 @@ aarch64_left_out=(
   'func-profile-unload:a stack through a library loaded where'
 )
 CTEST_ARGS=(-R '^(func|unit)-' -E "^($(IFS='|'; echo "${aarch64_left_out[*]}"))")
+BUILD_TARGETS=(tested)
 configuration aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=Release -DSNMALLOC_PROFILE=ON
 CTEST_ARGS=()
+BUILD_TARGETS=()
 
 if [[ -f rust/Cargo.toml ]]; then
   run_stage "rust: cargo test" \

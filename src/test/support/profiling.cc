@@ -1,8 +1,10 @@
 #include "support/profiling.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <malloc.h>
+#include <sstream>
 
 namespace snmalloc_test
 {
@@ -43,6 +45,46 @@ namespace snmalloc_test
     std::free(p);
     REQUIRE(usable >= size);
     return usable;
+  }
+
+  std::string test_setting(size_t i)
+  {
+    const char* setting = std::getenv("PROFILE_TEST_SETTING");
+    if (setting == nullptr)
+      return "";
+    std::istringstream words(setting);
+    std::string word;
+    for (size_t n = 0; n <= i; n++)
+    {
+      if (!(words >> word))
+      {
+        std::fprintf(stderr,
+          "PROFILE_TEST_SETTING=\"%s\" has no word %zu\n", setting, i);
+        std::exit(2);
+      }
+    }
+    return word;
+  }
+
+  size_t test_setting_number(size_t i)
+  {
+    std::string text = test_setting(i);
+    if (text.empty())
+      return 0;
+    char* end = nullptr;
+    unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+    if (*end != '\0' || value == 0)
+    {
+      std::fprintf(stderr, "PROFILE_TEST_SETTING: word %zu, %s, is not a positive number\n", i, text.c_str());
+      std::exit(2);
+    }
+    return size_t(value);
+  }
+
+  void require_test_setting()
+  {
+    INFO("PROFILE_TEST_SETTING is unset: this test runs at the settings ctest gives it");
+    REQUIRE(std::getenv("PROFILE_TEST_SETTING") != nullptr);
   }
 
   void dump_or_fail(const std::string& path)

@@ -93,4 +93,15 @@ namespace snmalloc_test
 
   // Dumps the profile to `path`, failing the test if the dump fails.
   void dump_or_fail(const std::string& path);
+
+  // Word `i` (from 0) of the setting of a test built once and run at
+  // several (a sampling interval, a mode): PROFILE_TEST_SETTING, words
+  // separated by spaces, in the environment each run has from ctest
+  // (snmalloc_test_at).  Unset, when the test cases are only listed, it
+  // is empty (0), and require_test_setting fails a test case run so; a
+  // word missing from a setting, or not a positive number for
+  // test_setting_number, ends the process saying why.
+  std::string test_setting(size_t i);
+  size_t test_setting_number(size_t i);
+  void require_test_setting();
 } // namespace snmalloc_test

@@ -3,7 +3,8 @@
 // label.  `-tagfocus=tenant=...` must give each its share of the live heap
 // (heap profile) and of the allocations (allocs): exactly at rate=1, where
 // every allocation is a sample of weight 1, and within five standard
-// deviations of the sampling at 512 KiB, where 400 MiB are allocated.
+// deviations of the sampling at 512 KiB, where 400 MiB are allocated (the
+// interval its setting names: support/profiling.h).
 #include "support/files.h"
 #include "support/pprof_output.h"
 #include "support/profiling.h"
@@ -17,16 +18,16 @@ using namespace snmalloc_test;
 
 namespace
 {
-  constexpr size_t INTERVAL = PROFILE_TEST_INTERVAL;
-  constexpr bool EXACT = INTERVAL == 1;
+  const size_t INTERVAL = test_setting_number(0);
+  const bool EXACT = INTERVAL == 1;
 
   // 16 KiB objects: 400 MiB at 512 KiB, 64 MiB where each is a sample (a
   // stack walk).  Rounds of three acme chunks and one beta chunk, so that
   // neither tenant's objects come in one run of the sampler.
   constexpr size_t SIZE = 16 * 1024;
   constexpr size_t CHUNK = 64;
-  constexpr size_t ROUNDS = EXACT ? 16 : 100;
-  constexpr size_t ACME = 3 * CHUNK * ROUNDS, BETA = CHUNK * ROUNDS;
+  const size_t ROUNDS = EXACT ? 16 : 100;
+  const size_t ACME = 3 * CHUNK * ROUNDS, BETA = CHUNK * ROUNDS;
 
   // Five standard deviations of an estimate of n objects of SIZE bytes
   // (in bytes when `bytes`), each sampled with p = 1 - exp(-size/R) and
@@ -60,6 +61,7 @@ __attribute__((noinline)) void tenant_site(Node*& held, size_t n)
 
 TEST_CASE("labels: two tenants through one stack, 3:1, apart with -tagfocus")
 {
+  require_test_setting();
   TempDir dir;
   std::string heap = dir.file("heap.pb.gz");
   Node* held[2] = {nullptr, nullptr};

@@ -3,7 +3,8 @@
 // after the first dump) and are freed by another thread.  Each site's
 // objects must land in their lifetime bucket and freeing-thread label:
 // exactly at rate=1, where every allocation is a sample of weight 1, and
-// within five standard deviations of the sampling at 512 KiB.
+// within five standard deviations of the sampling at 512 KiB (the interval
+// its setting names: support/profiling.h).
 #include "support/files.h"
 #include "support/pprof_output.h"
 #include "support/profiling.h"
@@ -20,14 +21,14 @@ using namespace snmalloc_test;
 
 namespace
 {
-  constexpr size_t INTERVAL = PROFILE_TEST_INTERVAL;
-  constexpr bool EXACT = INTERVAL == 1;
+  const size_t INTERVAL = test_setting_number(0);
+  const bool EXACT = INTERVAL == 1;
 
   // Fewer objects where every one is a sample (each takes a stack walk).
-  constexpr size_t SHORT_SIZE = 4096, SHORT_COUNT = EXACT ? 3000 : 100000;
-  constexpr size_t LONG_SIZE = 64 * 1024, LONG_COUNT = EXACT ? 300 : 2000;
-  constexpr size_t CROSS_SIZE = 16 * 1024, CROSS_BATCH = 1000,
-                   CROSS_BATCHES = EXACT ? 2 : 40;
+  constexpr size_t SHORT_SIZE = 4096, LONG_SIZE = 64 * 1024, CROSS_SIZE = 16 * 1024,
+                   CROSS_BATCH = 1000;
+  const size_t SHORT_COUNT = EXACT ? 3000 : 100000, LONG_COUNT = EXACT ? 300 : 2000,
+               CROSS_BATCHES = EXACT ? 2 : 40;
   constexpr auto LONG_HOLD = std::chrono::milliseconds(150);
 
   // The bounds of a site's estimated count of n objects of `size` bytes,
@@ -115,6 +116,7 @@ void churn_across_threads()
 
 TEST_CASE("lifetime profile: short-lived, long-lived and cross-thread sites")
 {
+  require_test_setting();
   TempDir dir;
   std::string live = dir.file("live.pb.gz"), after = dir.file("after.pb.gz");
   ProfilingAt profiling(INTERVAL);

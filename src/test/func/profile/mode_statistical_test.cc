@@ -1,6 +1,6 @@
 // Statistical accuracy of the count and sizeclass sampling modes at one
-// rate N (PROFILE_TEST_MODE and PROFILE_TEST_RATE, set by CMake; one
-// executable per mode and rate), read back with `go tool pprof`.  The
+// rate N (its setting, "MODE N", MODE count or sizeclass:
+// support/profiling.h; ctest runs it at two of each), read back with `go tool pprof`.  The
 // sites are statistical_test.cc's (support/statistical.h): tiny and 1 KiB
 // objects, large ones (the slow path, which counts allocations in these
 // modes too), objects of four threads, of an exited thread, and objects
@@ -32,23 +32,31 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using namespace snmalloc_test;
 using namespace snmalloc_test::statistical;
 using snmalloc::profile::SampleMode;
 
-#ifndef PROFILE_TEST_MODE
-#  error "PROFILE_TEST_MODE (count or sizeclass) must be defined"
-#endif
-#ifndef PROFILE_TEST_RATE
-#  error "PROFILE_TEST_RATE (the rate N, in allocations) must be defined"
-#endif
-
 namespace
 {
-  constexpr SampleMode MODE = SampleMode::PROFILE_TEST_MODE;
-  constexpr size_t N = PROFILE_TEST_RATE;
+  SampleMode mode_setting()
+  {
+    std::string mode = test_setting(0);
+    if (mode == "count" || mode.empty())
+      return SampleMode::Count;
+    if (mode != "sizeclass")
+    {
+      std::fprintf(stderr, "PROFILE_TEST_SETTING: the mode %s is not count or sizeclass\n", mode.c_str());
+      std::exit(2);
+    }
+    return SampleMode::SizeClass;
+  }
+
+  const SampleMode MODE = mode_setting();
+  const size_t N = test_setting_number(1);
   constexpr size_t TARGET = 400, LARGE_TARGET = 100;
 
   // The medium and large sizes, a sizeclass size and a chunk multiple, so
@@ -69,7 +77,7 @@ namespace
   // One run of one sizeclass in sizeclass mode: k within 2 + 2% of n/N.
   void check_stratified(const SiteTable& table, const char* site, size_t n)
   {
-    if constexpr (MODE == SampleMode::SizeClass)
+    if (MODE == SampleMode::SizeClass)
     {
       double k = double(table[site].inuse_objects) / double(N);
       double expected = double(n) / double(N);
@@ -81,6 +89,7 @@ namespace
 
 TEST_CASE("statistical accuracy of every site's estimate in this mode")
 {
+  require_test_setting();
   const size_t n = TARGET * N, n_large = LARGE_TARGET * N;
   const Counts counts{n, n, n_large, n / THREADS * THREADS, n, n, CHURN_FACTOR * n};
   Sites sites(KIB, LARGE, counts);

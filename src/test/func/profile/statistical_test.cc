@@ -1,5 +1,5 @@
-// Statistical accuracy at one sampling interval R (PROFILE_TEST_INTERVAL,
-// set by CMake; one executable per interval).  The program holds known live
+// Statistical accuracy at one sampling interval R (its setting, "R TARGET":
+// support/profiling.h; ctest runs it at two).  The program holds known live
 // bytes at distinct sites, in the shapes that stress the sampler
 // (support/statistical.h): tiny objects, page-sized ones, blocks larger
 // than R, objects allocated by four threads, objects kept after their
@@ -33,17 +33,10 @@
 using namespace snmalloc_test;
 using namespace snmalloc_test::statistical;
 
-#ifndef PROFILE_TEST_INTERVAL
-#  error "PROFILE_TEST_INTERVAL (the sampling interval R) must be defined"
-#endif
-#ifndef PROFILE_TEST_TARGET_SAMPLES
-#  error "PROFILE_TEST_TARGET_SAMPLES must be defined"
-#endif
-
 namespace
 {
-  constexpr size_t R = PROFILE_TEST_INTERVAL;
-  constexpr double TARGET = PROFILE_TEST_TARGET_SAMPLES;
+  const size_t R = test_setting_number(0);
+  const double TARGET = double(test_setting_number(1));
 
   // The medium and large sizes, a sizeclass size and a power of two, so
   // each object's usable size is exactly its request.
@@ -73,6 +66,7 @@ namespace
 
 TEST_CASE("statistical accuracy of every site's estimate")
 {
+  require_test_setting();
   const Counts n{
     objects_for(TINY),
     objects_for(PAGE),
