@@ -19,6 +19,7 @@ import sys
 
 
 def target_names(build_dir):
+    """The targets the Makefile generator's `help` target lists (test.sh's)."""
     help_text = subprocess.run(
         ["cmake", "--build", build_dir, "--target", "help"],
         check=True, capture_output=True, text=True).stdout
