@@ -4,8 +4,9 @@
 Each benchmark program uses plain malloc/free and is run under every
 allocator by LD_PRELOAD (glibc is the program without a preload).  Runs are
 interleaved, each round running every allocator in an order of its own, so
-drift of a shared machine hits every allocator alike, and the tables report medians of K runs: throughput from the
-program's RESULT line, peak RSS from the child's rusage.
+drift of a shared machine hits every allocator alike, and the tables report
+medians of K runs: throughput from the program's RESULT line, peak RSS from
+the child's rusage.
 
 Modes:
   compare   ours (and ours-profile when built) vs glibc, jemalloc, mimalloc,

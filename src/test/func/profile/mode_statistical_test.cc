@@ -1,7 +1,7 @@
 // Statistical accuracy of the count and sizeclass sampling modes at one
 // rate N (its setting, "MODE N", MODE count or sizeclass:
-// support/profiling.h; ctest runs it at two of each), read back with `go tool pprof`.  The
-// sites are statistical_test.cc's (support/statistical.h): tiny and 1 KiB
+// support/profiling.h; ctest runs it at two of each), read back with
+// `go tool pprof`.  The sites are statistical_test.cc's (support/statistical.h): tiny and 1 KiB
 // objects, large ones (the slow path, which counts allocations in these
 // modes too), objects of four threads, of an exited thread, and objects
 // that must not show: freed by another thread, and churn freed before the
@@ -42,17 +42,18 @@ using snmalloc::profile::SampleMode;
 
 namespace
 {
+  // Count when there is no setting (the test cases only listed).
   SampleMode mode_setting()
   {
-    std::string mode = test_setting(0);
-    if (mode == "count" || mode.empty())
-      return SampleMode::Count;
-    if (mode != "sizeclass")
+    std::string name = test_setting(0);
+    SampleMode mode = SampleMode::Count;
+    if (!name.empty() &&
+        (!snmalloc::profile::parse_mode(name.data(), name.size(), mode) || mode == SampleMode::Bytes))
     {
-      std::fprintf(stderr, "PROFILE_TEST_SETTING: the mode %s is not count or sizeclass\n", mode.c_str());
+      std::fprintf(stderr, "PROFILE_TEST_SETTING: the mode %s is not count or sizeclass\n", name.c_str());
       std::exit(2);
     }
-    return SampleMode::SizeClass;
+    return mode;
   }
 
   const SampleMode MODE = mode_setting();
