@@ -41,7 +41,7 @@ namespace snmalloc
     inline void postfork_child() noexcept
     {
       backend.postfork_child();
-      Profiler::postfork();
+      Profiler::postfork_child();
       alloc_pool.postfork();
     }
 

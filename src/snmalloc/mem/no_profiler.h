@@ -37,7 +37,8 @@
 //   visit_samples(visitor)               census: every live sampled object
 //   push_label(key, value), pop_label()  the program sets allocation labels
 //                                        (global/labels.h); 0 or an errno
-//   prefork(), postfork()                fork: the profiler's locks held across it
+//   prefork(), postfork(),               fork: the profiler's locks held across it;
+//   postfork_child()                     the child's samplers reseeded
 // The malloc and free fast paths call none of them.  NoProfiler defines
 // each as a no-op that the compiler removes.
 
@@ -117,6 +118,7 @@ namespace snmalloc
     static void entered_sample_path(void*, void*) {}
     static void prefork() {}
     static void postfork() {}
+    static void postfork_child() {}
 
     static void dealloc_sampled(void*)
     {

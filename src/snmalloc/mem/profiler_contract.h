@@ -94,6 +94,8 @@ namespace snmalloc
     using Prefork = decltype(P::prefork());
     template<typename P, typename Core>
     using Postfork = decltype(P::postfork());
+    template<typename P, typename Core>
+    using PostforkChild = decltype(P::postfork_child());
   } // namespace contract_detail
 
   template<typename P>
@@ -133,6 +135,7 @@ namespace snmalloc
     static_assert(has<PopLabel, P>::value, "profiler: static pop_label() -> int");
     static_assert(has<Prefork, P>::value, "profiler: static prefork()");
     static_assert(has<Postfork, P>::value, "profiler: static postfork()");
+    static_assert(has<PostforkChild, P>::value, "profiler: static postfork_child()");
     return true;
   }
 

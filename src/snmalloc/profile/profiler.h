@@ -405,6 +405,14 @@ namespace snmalloc::profile
       peak_profile.postfork();
       event_ring_lock.unlock();
     }
+
+    // In the child only: a new epoch, so that its thread's sampler draws
+    // from a new seed (Sampler::refresh).
+    static void postfork_child()
+    {
+      postfork();
+      settings.epoch.fetch_add(1, std::memory_order_release);
+    }
   };
 
   static_assert(profiler_contract_holds<Profiler>());

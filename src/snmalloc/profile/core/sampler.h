@@ -176,6 +176,10 @@ namespace snmalloc::profile
       if (SNMALLOC_UNLIKELY(e != epoch_))
       {
         epoch_ = e;
+        // Seeded afresh at its next draw: a fork child (whose epoch
+        // Profiler::postfork_child moves) would otherwise draw its parent's
+        // sample points, as would every worker forked from one server.
+        rng_ = 0;
         interval_ = settings.interval.load(std::memory_order_relaxed);
         mode_ = settings.mode.load(std::memory_order_relaxed);
         shared_ = {};

@@ -8,6 +8,7 @@
 #include "support/pprof_output.h"
 #include "support/profiling.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -172,4 +173,67 @@ TEST_CASE("a fork child's samples carry the child's thread id, not the parent's"
   CHECK(sampled_thread_id(after) == uint32_t(gettid()));
   std::free(after);
   std::free(before);
+}
+
+__attribute__((noinline)) void* fork_sampled_site(size_t size)
+{
+  return std::malloc(size);
+}
+
+namespace
+{
+  // Which of `n` new objects of `size` bytes were sampled, as a hash of
+  // their indices (samples_taken moves at each); the objects are kept, so
+  // that none is a reuse of another.
+  uint64_t sampling_signature(size_t n, size_t size, std::vector<void*>& kept)
+  {
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+    {
+      uint64_t before = snmalloc::profile::samples_taken();
+      kept.push_back(fork_sampled_site(size));
+      if (snmalloc::profile::samples_taken() != before)
+        hash = (hash ^ i) * 0x100000001b3ULL;
+    }
+    return hash;
+  }
+} // namespace
+
+// Children forked from one parent (a pre-forking server's workers) each
+// draw their own sample points: were they the parent's, every worker's
+// profile would err the same way, and a periodic pattern would be hit or
+// missed alike in all of them.
+TEST_CASE("fork children and their parent draw different sample points")
+{
+  constexpr size_t CHILDREN = 5, OBJECTS = 600, SIZE = 3000;
+  ProfilingAt sampled(4096);
+  std::vector<void*> kept;
+  sampling_signature(OBJECTS, SIZE, kept); // the parent's generator is seeded
+  std::vector<uint64_t> signatures;
+  for (size_t c = 0; c < CHILDREN; c++)
+  {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0)
+    {
+      uint64_t mine = sampling_signature(OBJECTS, SIZE, kept);
+      _exit(write(fds[1], &mine, sizeof(mine)) == ssize_t(sizeof(mine)) ? 0 : 5);
+    }
+    close(fds[1]);
+    uint64_t theirs = 0;
+    ssize_t got = read(fds[0], &theirs, sizeof(theirs));
+    close(fds[0]);
+    int status = snmalloc_test::wait_with_limit(pid, CHILD_TIMEOUT);
+    REQUIRE(status != -1);
+    REQUIRE(snmalloc_test::exited_cleanly(status));
+    REQUIRE(got == ssize_t(sizeof(theirs)));
+    signatures.push_back(theirs);
+  }
+  signatures.push_back(sampling_signature(OBJECTS, SIZE, kept));
+  std::sort(signatures.begin(), signatures.end());
+  CHECK(std::adjacent_find(signatures.begin(), signatures.end()) == signatures.end());
+  for (void* p : kept)
+    std::free(p);
 }
