@@ -214,11 +214,12 @@ namespace snmalloc::profile
 
       // realloc grew the large run at `p` in place by `added` bytes, to
       // `bytes`.  The added bytes are allocated, so in bytes mode they
-      // count down to the next sample point; if they hold one, the object becomes a sample
-      // where it stands (a large object's record is out of band), recorded
-      // at the realloc as a new allocation of its new size, and a sampled
-      // one's old record goes as at a free.  Otherwise a sampled object just
-      // takes its new size.  So an object of s bytes, however it grew, is
+      // count down to the next sample point; if they hold one, the object
+      // becomes a sample where it stands (a large object's record is out of
+      // band), recorded at the realloc with its new size, and a sampled
+      // one's old record goes as at a free.  What the site counts as
+      // allocated is the added bytes, the object's new size only in the
+      // live heap.  Otherwise a sampled object just takes its new size.  So an object of s bytes, however it grew, is
       // sampled with probability 1 - exp(-s/R), as its weight assumes, and a
       // buffer grown from small to huge in place is not missed.  (A move
       // instead is a new allocation, sampled afresh for the whole size: the
@@ -228,9 +229,13 @@ namespace snmalloc::profile
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
         if (refresh() && sampler_.growth_contains_point(added) &&
-            record_sample(samples_, requested, bytes, sampler_.rate(), [&](SampleList&) {
-              return profile_pool.adopt_run(p);
-            }) != nullptr)
+            record_sample(
+              samples_,
+              requested,
+              bytes,
+              sampler_.rate(),
+              [&](SampleList&) { return profile_pool.adopt_run(p); },
+              added) != nullptr)
         {
           if (old != nullptr)
           {

@@ -36,10 +36,11 @@ namespace snmalloc::profile
   // (a pool block with the object, or one for a run that stays), list entry.
   // nullptr when this thread is already inside the profiler or memory is
   // exhausted (a dropped sample, counted); the caller then serves the
-  // allocation normally.
+  // allocation normally.  `grown_by`: the bytes realloc added in place, when
+  // the sample is of an object that grew (StackTable::record).
   template<typename Place>
   SNMALLOC_SLOW_PATH SampleRecord* record_sample(
-    SampleList& list, size_t requested, size_t size, SampleRate rate, Place&& place)
+    SampleList& list, size_t requested, size_t size, SampleRate rate, Place&& place, size_t grown_by = 0)
   {
     if (in_profiler)
       return nullptr;
@@ -52,7 +53,7 @@ namespace snmalloc::profile
     // The site's loads start here; the clock read covers them.
     StackTable::SiteKey key = stack_table.key(frames, depth, size, labels);
     int64_t birth_ns = Pal::precise_monotonic_ns();
-    StackTable::Recorded site = stack_table.record(key, frames, depth, size, requested, rate, labels);
+    StackTable::Recorded site = stack_table.record(key, frames, depth, size, requested, rate, labels, grown_by);
     SampleRecord* r = site.id == StackTable::NO_ID ? nullptr : place(list);
     if (r == nullptr)
     {

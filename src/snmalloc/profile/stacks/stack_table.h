@@ -240,7 +240,10 @@ namespace snmalloc::profile
     };
 
     // Find or add the site of `key` (from key() with the same arguments)
-    // and count one allocation sampled at `rate` on it.
+    // and count one allocation sampled at `rate` on it: of the object, or,
+    // for an object realloc grew in place by `grown_by` bytes, of those
+    // bytes, the only ones allocated (a point fell among them, so they are
+    // weighed by their own probability of holding one).
     Recorded record(
       SiteKey key,
       const uintptr_t* frames,
@@ -248,7 +251,8 @@ namespace snmalloc::profile
       size_t object_size,
       size_t requested_size,
       SampleRate rate,
-      uint32_t labels = 0)
+      uint32_t labels = 0,
+      size_t grown_by = 0)
     {
       uint64_t sh = key.stack_hash;
       uint64_t h = key.hash;
@@ -281,8 +285,17 @@ namespace snmalloc::profile
         s.weighed_interval = rate.interval;
         s.weighed_mode = rate.mode;
       }
-      s.alloc_objects += s.weight;
-      s.alloc_bytes += s.weight * double(object_size);
+      if (SNMALLOC_LIKELY(grown_by == 0))
+      {
+        s.alloc_objects += s.weight;
+        s.alloc_bytes += s.weight * double(object_size);
+      }
+      else
+      {
+        double w = sample_weight(rate.mode, grown_by, rate.interval);
+        s.alloc_objects += w;
+        s.alloc_bytes += w * double(grown_by);
+      }
       return {uint32_t(word - 1), s.weight};
     }
 

@@ -525,6 +525,63 @@ TEST_CASE("a sampled large object grown in place is recorded again at its new si
   std::free(grown);
 }
 
+// A buffer grown by realloc, in steps of varied length, in place where it
+// can be and moved where not: every step that allocates is counted at the
+// realloc site, a move as its new object's size, a growth in place as the
+// bytes it added (not the object's new size again), while the live heap
+// holds the buffer once at its final size.
+TEST_CASE("a buffer grown by realloc counts what each step allocated")
+{
+  constexpr size_t FROM = 70000, STEPS = 40;
+  const size_t step_bytes[] = {4096, 65536, 12288, 200000, 1 << 20, 30000};
+  kept.reserve(1);
+  TempDir dir;
+  SampledAtSites exact;
+  dump_or_fail(dir.file("before.pb.gz"));
+  SiteTable before(dir.file("before.pb.gz"));
+  int64_t allocated = 0, allocations = 0; // a step within the object's room is none
+  size_t in_place = 0, usable = 0;
+  void* buffer = nullptr;
+  on_fresh_thread([&] {
+    void* p = sampled_site_malloc(FROM);
+    size_t size = FROM;
+    usable = malloc_usable_size(p);
+    kept.clear();
+    for (size_t i = 0; i < STEPS; i++)
+    {
+      size += step_bytes[i % (sizeof(step_bytes) / sizeof(step_bytes[0]))];
+      void* q = sampled_site_realloc(p, size);
+      kept.clear();
+      REQUIRE(q != nullptr);
+      size_t now = malloc_usable_size(q);
+      if (q != p)
+      {
+        allocations++;
+        allocated += int64_t(now);
+      }
+      else if (now != usable)
+      {
+        in_place++;
+        allocations++;
+        allocated += int64_t(now - usable);
+      }
+      p = q;
+      usable = now;
+    }
+    buffer = p;
+  });
+  INFO("steps in place: " << in_place);
+  REQUIRE(in_place > 0);
+  dump_or_fail(dir.file("grown.pb.gz"));
+  SiteTable table(dir.file("grown.pb.gz"));
+  SiteValues site = table["sampled_site_realloc"];
+  CHECK(site.alloc_space - before["sampled_site_realloc"].alloc_space == allocated);
+  CHECK(site.alloc_objects - before["sampled_site_realloc"].alloc_objects == allocations);
+  CHECK(site.inuse_objects == 1);
+  CHECK(site.inuse_space == int64_t(usable));
+  std::free(buffer);
+}
+
 TEST_CASE("sampled objects are freed from another thread")
 {
   const size_t sizes[] = {16, 48, 1024, 4096, 20000, 65536, 70000, 1 << 20};
