@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <string>
 
 namespace snmalloc::profile
@@ -76,6 +77,10 @@ namespace snmalloc::profile
     std::vector<Site> sites = sites_by_size(b);
     std::vector<ProcessMapping> mappings = read_process_mappings();
     Symbolizer symbolizer(mappings);
+    // The allocator's frames on top of a stack (a realloc is sampled inside
+    // snmalloc::reallocate) are left out, as pprof leaves them out by the
+    // profile's drop_frames.
+    const std::regex allocator("^(" + std::string(allocator_frames_regex) + ")$");
     double total_bytes = 0, total_objects = 0;
     for (const Site& s : sites)
     {
@@ -95,16 +100,22 @@ namespace snmalloc::profile
         continue;
       }
       out += "  #" + std::to_string(i + 1) + " " + amount(s.bytes, s.objects) + "\n";
-      for (uint32_t f = 0; f < s.depth && f < MAX_FRAMES; f++)
+      uint32_t f = 0, shown = 0;
+      bool on_top = true;
+      for (; f < s.depth && shown < MAX_FRAMES; f++)
       {
         // Return address - 1: inside the call, so in the caller's function.
         uintptr_t address = s.frames[f] == 0 ? 0 : s.frames[f] - 1;
         const FunctionName& name = symbolizer.function_name(address);
+        on_top = on_top && f + 1 < s.depth && std::regex_match(name.name, allocator);
+        if (on_top)
+          continue;
         char hex[24];
         std::snprintf(hex, sizeof(hex), "0x%" PRIxPTR, address);
         out += std::string("      ") + hex + " " + (name.name.empty() ? "?" : name.name) + "\n";
+        shown++;
       }
-      if (s.depth > MAX_FRAMES)
+      if (f < s.depth)
         out += "      ...\n";
     }
     if (sites.size() > MAX_SITES)

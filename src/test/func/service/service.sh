@@ -101,6 +101,13 @@ else
   fail "leak report order: '$order'"; cat "$work/leak.txt"
 fi
 grep -q "snmalloc: leak report: total" "$work/leak.txt" || fail "leak report: no total line"
+# Stacks start at the caller of malloc/realloc, as in pprof: the realloc
+# site's is sampled inside the allocator, whose frames are left out.
+if grep -q "leak_grown" "$work/leak.txt" && ! grep -qE "snmalloc::|realloc" "$work/leak.txt"; then
+  pass "leak report: leak_grown listed, no allocator frame above it"
+else
+  fail "leak report: allocator frames shown, or leak_grown missing"; cat "$work/leak.txt"
+fi
 # 1024 objects of 4 KiB at R = 4 KiB: p = 1 - e^-1, and the estimate's sd
 # is 4096 * sqrt(1024 (1 - p) / p) = 100 KB; 5 sd either side.
 large=$(awk '/^  #1 / { print $2 }' "$work/leak.txt")

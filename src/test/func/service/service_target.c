@@ -4,8 +4,9 @@
      growth       grows to 128 MiB, frees it, grows to 128 MiB again
      period MS    holds 1 MiB for MS milliseconds
      peak         256 MiB at peak_site_a, freed, then 32 MiB at peak_site_b
-     leak         leaks 4 MiB, 1 MiB and 256 KiB from three functions, frees
-                  8 MiB in an atexit handler, and exits with status 3
+     leak         leaks 4 MiB, 1 MiB and 256 KiB from three functions and
+                  512 KiB grown by realloc in a fourth, frees 8 MiB in an
+                  atexit handler, and exits with status 3
      late-leak    the same, but asks for the leak report itself, with
                   snmalloc_profile_configure after registering its handler
      signal-back  catches SIGUSR1 itself, lets the profiler take it for
@@ -107,11 +108,22 @@ static void own_handler(int sig)
   own_handler_ran = 1;
 }
 
-static void leak_three(void)
+/* Grown by realloc in 64 KiB steps, in place or moved. */
+__attribute__((noinline)) void* leak_grown(void)
+{
+  void* p = NULL;
+  for (size_t size = BLOCK; size <= 8 * BLOCK; size += BLOCK)
+    p = realloc(p, size);
+  memset(p, 1, 64);
+  return p;
+}
+
+static void leak_four(void)
 {
   leak_medium();
   leak_small();
   leak_large();
+  leak_grown();
 }
 
 int main(int argc, char** argv)
@@ -150,7 +162,7 @@ int main(int argc, char** argv)
   {
     freed_at_exit = freed_at_exit_site();
     atexit(free_at_exit);
-    leak_three();
+    leak_four();
     exit(3);
   }
   else if (strcmp(mode, "late-leak") == 0)
@@ -159,7 +171,7 @@ int main(int argc, char** argv)
     atexit(free_at_exit);
     if (configure("leak_report=1,rate=4k") != 0)
       return 2;
-    leak_three();
+    leak_four();
     exit(3);
   }
   else if (strcmp(mode, "signal-back") == 0)
