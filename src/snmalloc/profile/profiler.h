@@ -219,7 +219,8 @@ namespace snmalloc::profile
       // band), recorded at the realloc with its new size, and a sampled
       // one's old record goes as at a free.  What the site counts as
       // allocated is the added bytes, the object's new size only in the
-      // live heap.  Otherwise a sampled object just takes its new size.  So an object of s bytes, however it grew, is
+      // live heap.  Otherwise a sampled object just takes its new size, and
+      // the site of that size (StackTable::resized).  So an object of s bytes, however it grew, is
       // sampled with probability 1 - exp(-s/R), as its weight assumes, and a
       // buffer grown from small to huge in place is not missed.  (A move
       // instead is a new allocation, sampled afresh for the whole size: the
@@ -248,6 +249,8 @@ namespace snmalloc::profile
         {
           ProfilerGuard guard; // a new peak copies the live set, allocating
           peak_profile.removed(old);
+          old->site_id = stack_table.resized(old->site_id, bytes, requested);
+          old->requested_size = requested;
           old->allocated_size = bytes;
           old->bytes = sample_bytes(old->mode, bytes, old->interval);
           peak_profile.added(old->bytes, {old->mode, old->interval});

@@ -299,6 +299,31 @@ namespace snmalloc::profile
       return {uint32_t(word - 1), s.weight};
     }
 
+    // The site of site `id`'s stack and labels for objects of `object_size`,
+    // added, with nothing counted, if there is none: where a sampled object
+    // realloc grew in place without a new sample is held, so that its
+    // `bytes` label says its size.  `id` itself when memory runs out.
+    uint32_t resized(uint32_t id, size_t object_size, size_t requested_size)
+    {
+      LockGuard g(lock_);
+      const StackEntry* stack = site(id).stack;
+      uint32_t labels = site(id).labels;
+      uintptr_t word = sites_.find_or_add(
+        site_hash(stack->hash, object_size, labels),
+        [&](uintptr_t w) {
+          const SiteEntry& s = site(w - 1);
+          return s.object_size == object_size && s.labels == labels && s.stack == stack;
+        },
+        [&]() -> uintptr_t { return new_site(stack, object_size, requested_size, labels); },
+        os_bytes_);
+      if (word == 0)
+        return id;
+      SiteEntry& s = site(word - 1);
+      if (s.requested_size != requested_size)
+        s.requested_size = 0;
+      return uint32_t(word - 1);
+    }
+
     // Address space taken from the OS (touched as entries fill it).
     size_t os_bytes() const
     {

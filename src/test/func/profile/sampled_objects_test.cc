@@ -582,6 +582,59 @@ TEST_CASE("a buffer grown by realloc counts what each step allocated")
   std::free(buffer);
 }
 
+// In count mode a growth is no allocation: a sampled object realloc grew
+// in place keeps its sample, now of its new size, and is shown under the
+// `bytes` label of that size, not of the size it had before.
+TEST_CASE("a sampled object grown in place without a new sample is labelled with its new size")
+{
+  constexpr size_t FROM = 100000, STEP = 64 * 1024, MAX_TRIES = 8;
+  kept.reserve(1);
+  TempDir dir;
+  StackSourceScope source(site_stack);
+  ProfilingAt counted(snmalloc::profile::SampleMode::Count, 1);
+  void* grown = nullptr;
+  size_t tries = 0, size = FROM, before_growth = 0;
+  on_fresh_thread([&] {
+    void* p = sampled_site_malloc(FROM);
+    kept.clear();
+    while (grown == nullptr && tries < MAX_TRIES)
+    {
+      tries++;
+      size += STEP;
+      size_t old = malloc_usable_size(p);
+      void* q = sampled_site_realloc(p, size);
+      kept.clear();
+      REQUIRE(q != nullptr);
+      if (q == p)
+      {
+        grown = q;
+        before_growth = old;
+      }
+      p = q;
+    }
+  });
+  INFO("tries: " << tries);
+  REQUIRE(grown != nullptr);
+  size_t usable = malloc_usable_size(grown);
+  REQUIRE(usable > before_growth);
+  dump_or_fail(dir.file("grown.pb.gz"));
+  // inuse_objects is the third value (empty_test checks the order).
+  std::vector<int64_t> live_sizes;
+  for (const RawSample& s : read_raw(dir.file("grown.pb.gz")).samples)
+  {
+    bool at_sites = false;
+    for (const std::string& f : s.functions)
+      at_sites |= f == "sampled_site_malloc" || f == "sampled_site_realloc";
+    if (at_sites && s.values.at(2) != 0)
+    {
+      REQUIRE(s.bytes_labels.size() == 1);
+      live_sizes.push_back(s.bytes_labels[0]);
+    }
+  }
+  CHECK(live_sizes == std::vector<int64_t>{int64_t(usable)});
+  std::free(grown);
+}
+
 TEST_CASE("sampled objects are freed from another thread")
 {
   const size_t sizes[] = {16, 48, 1024, 4096, 20000, 65536, 70000, 1 << 20};
