@@ -78,6 +78,7 @@ namespace snmalloc
       errno = ENOMEM;
       return nullptr;
     }
+    Profiler::AskedFor asked(rounded, size);
     return alloc_impl<false>(rounded, align);
   }
 

@@ -37,6 +37,8 @@
 //   visit_samples(visitor)               census: every live sampled object
 //   push_label(key, value), pop_label()  the program sets allocation labels
 //                                        (global/labels.h); 0 or an errno
+//   AskedFor(rounded, asked)             alloc_aligned, while it serves `rounded`
+//                                        bytes for a request of `asked`
 //   prefork(), postfork(),               fork: the profiler's locks held across it;
 //   postfork_child()                     the child's samplers reseeded
 // The malloc and free fast paths call none of them.  NoProfiler defines
@@ -112,6 +114,11 @@ namespace snmalloc
       {
         return nullptr;
       }
+    };
+
+    struct AskedFor
+    {
+      AskedFor(size_t, size_t) {}
     };
 
     static void entered_slow_path(void*) {}

@@ -119,6 +119,9 @@ namespace snmalloc
     static_assert(has<Flush, P>::value, "profiler: CoreState::flush(Core&)");
     static_assert(
       has<HeldObjects, P>::value, "profiler: CoreState::held_objects(sizeclass_t) -> const FreeObject*");
+    static_assert(
+      std::is_constructible_v<typename P::AskedFor, size_t, size_t>,
+      "profiler: AskedFor(size_t rounded, size_t asked)");
     static_assert(has<EnteredSlowPath, P>::value, "profiler: static entered_slow_path(void*)");
     static_assert(
       has<EnteredSamplePath, P>::value, "profiler: static entered_sample_path(void*, void*)");

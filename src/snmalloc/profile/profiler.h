@@ -15,7 +15,7 @@ namespace snmalloc::profile
   inline void* take_sample(
     SampleList& list, size_t requested, size_t size, size_t align, bool zero, SampleRate rate)
   {
-    SampleRecord* r = record_sample(list, requested, size, rate, [&](SampleList& into) {
+    SampleRecord* r = record_sample(list, asked_size(requested), size, rate, [&](SampleList& into) {
       if (SampleRecord* guarded = guarded_slots.alloc(size, align, zero))
         return guarded;
       return profile_pool.alloc(size, align, zero, into);
@@ -271,6 +271,25 @@ namespace snmalloc::profile
       {
         return held_[sc].head;
       }
+    };
+
+    // alloc_aligned serves `rounded` bytes for a request of `asked` while
+    // one of these lives (asked_size).
+    class AskedFor
+    {
+    public:
+      AskedFor(size_t rounded, size_t asked)
+      {
+        aligned_request = {rounded, asked};
+      }
+
+      ~AskedFor()
+      {
+        aligned_request.rounded = 0;
+      }
+
+      AskedFor(const AskedFor&) = delete;
+      AskedFor& operator=(const AskedFor&) = delete;
     };
 
     // alloc_slow was entered from `return_address` (see stack_capture.h).

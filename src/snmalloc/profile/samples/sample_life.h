@@ -32,6 +32,23 @@ namespace snmalloc::profile
     return cached_thread_id;
   }
 
+  // An aligned allocation is served at its size rounded up for the
+  // alignment; while it runs, what the program asked for is noted here
+  // (Profiler::AskedFor), for its sample's `requested`.
+  struct AlignedRequest
+  {
+    size_t rounded;
+    size_t asked;
+  };
+
+  inline thread_local AlignedRequest aligned_request = {0, 0};
+
+  // What an allocation served at `size` bytes was asked for.
+  inline size_t asked_size(size_t size)
+  {
+    return aligned_request.rounded == size ? aligned_request.asked : size;
+  }
+
   // Record a sample: stack, stack-table entry, a record from `place(list)`
   // (a pool block with the object, or one for a run that stays), list entry.
   // nullptr when this thread is already inside the profiler or memory is
