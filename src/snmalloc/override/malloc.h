@@ -147,6 +147,25 @@ extern "C"
     return snmalloc::alloc_aligned(page, snmalloc::bits::align_up(size ? size : 1, page));
   }
 
+  // glibc's own names for these functions, which some programs and
+  // libraries call to reach "the C library's malloc" past a wrapper of
+  // their own: left to glibc, they would hand its objects to this free (and
+  // this allocator's to its free), which stops the program.
+  // (GCC asks that an alias have its target's attributes: `copy`.)
+#if defined(__clang__)
+#  define SNMALLOC_SAME_AS(target) __attribute__((alias(#target)))
+#else
+#  define SNMALLOC_SAME_AS(target) __attribute__((alias(#target), copy(target)))
+#endif
+  SNMALLOC_EXPORT void* __libc_malloc(size_t) SNMALLOC_SAME_AS(malloc);
+  SNMALLOC_EXPORT void* __libc_calloc(size_t, size_t) SNMALLOC_SAME_AS(calloc);
+  SNMALLOC_EXPORT void* __libc_realloc(void*, size_t) SNMALLOC_SAME_AS(realloc);
+  SNMALLOC_EXPORT void __libc_free(void*) SNMALLOC_SAME_AS(free);
+  SNMALLOC_EXPORT void* __libc_memalign(size_t, size_t) SNMALLOC_SAME_AS(memalign);
+  SNMALLOC_EXPORT void* __libc_valloc(size_t) SNMALLOC_SAME_AS(valloc);
+  SNMALLOC_EXPORT void* __libc_pvalloc(size_t) SNMALLOC_SAME_AS(pvalloc);
+#undef SNMALLOC_SAME_AS
+
   // Lets tests and tools confirm that this allocator is the one in use.
   SNMALLOC_EXPORT const char* snmalloc_identity(void)
   {
