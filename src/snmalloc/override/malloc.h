@@ -150,21 +150,43 @@ extern "C"
   // glibc's own names for these functions, which some programs and
   // libraries call to reach "the C library's malloc" past a wrapper of
   // their own: left to glibc, they would hand its objects to this free (and
-  // this allocator's to its free), which stops the program.
-  // (GCC asks that an alias have its target's attributes: `copy`.)
-#if defined(__clang__)
-#  define SNMALLOC_SAME_AS(target) __attribute__((alias(#target)))
-#else
-#  define SNMALLOC_SAME_AS(target) __attribute__((alias(#target), copy(target)))
-#endif
-  SNMALLOC_EXPORT void* __libc_malloc(size_t) SNMALLOC_SAME_AS(malloc);
-  SNMALLOC_EXPORT void* __libc_calloc(size_t, size_t) SNMALLOC_SAME_AS(calloc);
-  SNMALLOC_EXPORT void* __libc_realloc(void*, size_t) SNMALLOC_SAME_AS(realloc);
-  SNMALLOC_EXPORT void __libc_free(void*) SNMALLOC_SAME_AS(free);
-  SNMALLOC_EXPORT void* __libc_memalign(size_t, size_t) SNMALLOC_SAME_AS(memalign);
-  SNMALLOC_EXPORT void* __libc_valloc(size_t) SNMALLOC_SAME_AS(valloc);
-  SNMALLOC_EXPORT void* __libc_pvalloc(size_t) SNMALLOC_SAME_AS(pvalloc);
-#undef SNMALLOC_SAME_AS
+  // this allocator's to its free), which stops the program.  Functions of
+  // their own, not aliases, so that a debugger, perf or a profile names
+  // malloc as malloc, not as glibc's.
+  SNMALLOC_EXPORT void* __libc_malloc(size_t size)
+  {
+    return malloc(size);
+  }
+
+  SNMALLOC_EXPORT void* __libc_calloc(size_t n, size_t size)
+  {
+    return calloc(n, size);
+  }
+
+  SNMALLOC_EXPORT void* __libc_realloc(void* p, size_t size)
+  {
+    return realloc(p, size);
+  }
+
+  SNMALLOC_EXPORT void __libc_free(void* p)
+  {
+    free(p);
+  }
+
+  SNMALLOC_EXPORT void* __libc_memalign(size_t align, size_t size)
+  {
+    return memalign(align, size);
+  }
+
+  SNMALLOC_EXPORT void* __libc_valloc(size_t size)
+  {
+    return valloc(size);
+  }
+
+  SNMALLOC_EXPORT void* __libc_pvalloc(size_t size)
+  {
+    return pvalloc(size);
+  }
 
   // Lets tests and tools confirm that this allocator is the one in use.
   SNMALLOC_EXPORT const char* snmalloc_identity(void)

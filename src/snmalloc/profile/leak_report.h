@@ -14,7 +14,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <string>
 
 namespace snmalloc::profile
@@ -77,10 +76,6 @@ namespace snmalloc::profile
     std::vector<Site> sites = sites_by_size(b);
     std::vector<ProcessMapping> mappings = read_process_mappings();
     Symbolizer symbolizer(mappings);
-    // The allocator's frames on top of a stack (a realloc is sampled inside
-    // snmalloc::reallocate) are left out, as pprof leaves them out by the
-    // profile's drop_frames.
-    const std::regex allocator("^(" + std::string(allocator_frames_regex) + ")$");
     double total_bytes = 0, total_objects = 0;
     for (const Site& s : sites)
     {
@@ -107,7 +102,10 @@ namespace snmalloc::profile
         // Return address - 1: inside the call, so in the caller's function.
         uintptr_t address = s.frames[f] == 0 ? 0 : s.frames[f] - 1;
         const FunctionName& name = symbolizer.function_name(address);
-        on_top = on_top && f + 1 < s.depth && std::regex_match(name.name, allocator);
+        // The allocator's frames on top of a stack (a realloc is sampled
+        // inside snmalloc::reallocate) are left out, as pprof leaves them
+        // out by the profile's drop_frames.
+        on_top = on_top && f + 1 < s.depth && is_allocator_function(name.name);
         if (on_top)
           continue;
         char hex[24];

@@ -166,22 +166,38 @@ TEST_CASE("drop_frames names the allocator's frames and nothing else", "[pprof]"
   // reads this one as Go's RE2 does.
   const std::regex drop(
     "^(" + std::string(snmalloc::profile::allocator_frames_regex) + ")$");
+  // The leak report's test without a regex (is_allocator_function) agrees,
+  // on names with their parameters too (which both read without them).
+  auto both = [&drop](const std::string& name) {
+    bool by_regex =
+      std::regex_match(std::string(snmalloc::profile::without_parameters(name)), drop);
+    CHECK(snmalloc::profile::is_allocator_function(name) == by_regex);
+    return by_regex;
+  };
   for (const char* name :
        {"malloc", "free", "posix_memalign.cold", "realloc.part.0", "operator new",
         "operator new[]", "snmalloc::alloc_slow", "void* snmalloc::detail::new_aligned_impl<false>",
-        "__rust_alloc", "alloc::alloc::exchange_malloc",
-        "<snmalloc_prof::SnMalloc as core::alloc::global::GlobalAlloc>::alloc"})
+        "__rust_alloc", "alloc::alloc::exchange_malloc", "__libc_malloc", "__libc_free.cold",
+        "<snmalloc_prof::SnMalloc as core::alloc::global::GlobalAlloc>::alloc",
+        "snmalloc::reallocate(void*, unsigned long)", "operator new(unsigned long)",
+        "malloc.isra.0.cold", "memalign.constprop.12", "snmalloc::(anonymous namespace)::f(int)",
+        "snmalloc::Alloc::operator()(int) const", "void* snmalloc::x(int) [clone .cold]"})
   {
     INFO(name);
-    CHECK(std::regex_match(name, drop));
+    CHECK(both(name));
   }
   for (const char* name :
        {"main", "my_malloc", "malloc_wrapper", "std::vector<snmalloc::X> make",
-        "cache::build_cache", "profile_test::hold_vectors"})
+        "cache::build_cache", "profile_test::hold_vectors", "process(int, snmalloc::Buffer&)",
+        "(anonymous namespace)::make(snmalloc::Buffer*)", "malloc.part.", "free.isra.x",
+        "__libc_start_main", "Tenant::operator()(snmalloc::X&)", "mallocx", "xmalloc.cold"})
   {
     INFO(name);
-    CHECK_FALSE(std::regex_match(name, drop));
+    CHECK_FALSE(both(name));
   }
+  // A name of any length, as template names can be, in constant stack.
+  std::string long_name = "leaky_site<" + std::string(100000, 'T') + ">(int)";
+  CHECK_FALSE(snmalloc::profile::is_allocator_function(long_name));
 }
 
 TEST_CASE("samples dropped for want of memory are said in a comment", "[pprof]")
