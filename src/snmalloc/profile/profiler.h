@@ -249,11 +249,17 @@ namespace snmalloc::profile
         {
           ProfilerGuard guard; // a new peak copies the live set, allocating
           peak_profile.removed(old);
-          old->site_id = stack_table.resized(old->site_id, bytes, requested);
-          old->requested_size = requested;
-          old->allocated_size = bytes;
-          old->bytes = sample_bytes(old->mode, bytes, old->interval);
-          peak_profile.added(old->bytes, {old->mode, old->interval});
+          uint32_t site = stack_table.resized(old->site_id, bytes, requested);
+          int64_t weighed = sample_bytes(old->mode, bytes, old->interval);
+          {
+            // As a snapshot of the live set reads them.
+            LockGuard g(old->list->lock);
+            old->site_id = site;
+            old->requested_size = requested;
+            old->allocated_size = bytes;
+            old->bytes = weighed;
+          }
+          peak_profile.added(weighed, {old->mode, old->interval});
         }
       }
 
