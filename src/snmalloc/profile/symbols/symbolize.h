@@ -204,6 +204,9 @@ namespace snmalloc::profile
         uint64_t start; // Run-time address.
         uint64_t size;
         const char* name;
+        // Global and of default visibility: of aliases, the name callers use
+        // ("realloc", not the profiler's hidden "snmalloc_entry_realloc").
+        bool exported;
       };
 
     private:
@@ -282,7 +285,10 @@ namespace snmalloc::profile
               entry.st_size == 0 || entry.st_name >= names.sh_size ||
               memchr(strings + entry.st_name, '\0', names.sh_size - entry.st_name) == nullptr)
               continue;
-            symbols.push_back({entry.st_value + bias, entry.st_size, strings + entry.st_name});
+            bool exported = ELF64_ST_BIND(entry.st_info) != STB_LOCAL &&
+              ELF64_ST_VISIBILITY(entry.st_other) == STV_DEFAULT;
+            symbols.push_back(
+              {entry.st_value + bias, entry.st_size, strings + entry.st_name, exported});
           }
           return true;
         }
@@ -307,9 +313,10 @@ namespace snmalloc::profile
           return;
         if (!read_symbols(sections, header->e_shnum, SHT_SYMTAB, mapping.load_bias))
           read_symbols(sections, header->e_shnum, SHT_DYNSYM, mapping.load_bias);
-        // By address; of aliases at one address, the first in the table.
+        // By address; of aliases at one address, the exported ones first,
+        // then the first in the table.
         std::stable_sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
-          return a.start < b.start;
+          return a.start != b.start ? a.start < b.start : a.exported && !b.exported;
         });
       }
 
