@@ -256,10 +256,6 @@ namespace snmalloc::detail
       nullptr;
   }
 
-  // Where some form forwards (or before they are looked up): `form` by
-  // libstdc++'s definition if it forwards, else by `serve`.  Out of line,
-  // so that the usual call keeps nothing live across its test (inline, a
-  // delete[] saved a register for it: 7 instructions against 3).
   // Args as `serve` takes them (deduced from it alone).
   template<typename T>
   struct AsTaken
@@ -267,6 +263,10 @@ namespace snmalloc::detail
     using type = T;
   };
 
+  // Where some form forwards (or before they are looked up): `form` by
+  // libstdc++'s definition if it forwards, else by `serve`.  Out of line,
+  // so that the usual call keeps nothing live across its test (inline, a
+  // delete[] saved a register for it: 7 instructions against 3).
   template<Form form, typename R, typename... Args>
   SNMALLOC_SLOW_PATH R forward_or_serve(R (*serve)(Args...), typename AsTaken<Args>::type... args)
   {

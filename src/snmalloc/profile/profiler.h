@@ -220,12 +220,13 @@ namespace snmalloc::profile
       // one's old record goes as at a free.  What the site counts as
       // allocated is the added bytes, the object's new size only in the
       // live heap.  Otherwise a sampled object just takes its new size, and
-      // the site of that size (StackTable::resized).  So an object of s bytes, however it grew, is
-      // sampled with probability 1 - exp(-s/R), as its weight assumes, and a
-      // buffer grown from small to huge in place is not missed.  (A move
-      // instead is a new allocation, sampled afresh for the whole size: the
-      // same probability.)  In the other modes an object is sampled at its
-      // allocation with a probability its size does not change.
+      // the site of that size (StackTable::resized).  So an object of s
+      // bytes, however it grew, is sampled with probability 1 - exp(-s/R),
+      // as its weight assumes, and a buffer grown from small to huge in
+      // place is not missed.  (A move instead is a new allocation, sampled
+      // afresh for the whole size: the same probability.)  In the other
+      // modes an object is sampled at its allocation with a probability its
+      // size does not change.
       void grew_in_place(void* p, size_t requested, size_t added, size_t bytes, bool sampled)
       {
         SampleRecord* old = sampled ? ProfilePool::record_of(p) : nullptr;
