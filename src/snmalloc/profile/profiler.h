@@ -42,6 +42,8 @@ namespace snmalloc::profile
       // sends no other class's refills there.
       uint64_t counting_epoch_[NUM_SMALL_CLASSES] = {};
       Batch held_[NUM_SMALL_CLASSES];
+      // The epoch under which each held batch's point was drawn.
+      uint64_t held_epoch_[NUM_SMALL_CLASSES] = {};
       SampleList samples_;
 
       // Pick up start()/stop(); false while profiling is stopped.
@@ -60,6 +62,7 @@ namespace snmalloc::profile
       void hold(sizeclass_t sc, Batch b)
       {
         held_[sc] = b;
+        held_epoch_[sc] = sampler_.epoch();
         counting_epoch_[sc] = NOT_COUNTING;
       }
 
@@ -156,10 +159,25 @@ namespace snmalloc::profile
       SNMALLOC_SLOW_PATH void* alloc_at_sample_point(
         Core& core, FreeObject*& fast, sizeclass_t sc, size_t size, size_t align)
       {
+        bool sampling = refresh();
+        if (held_epoch_[sc] != sampler_.epoch())
+        {
+          // The point was drawn under other settings, or is the parent's
+          // in a fork() child (every worker forked from one server would
+          // sample the same object): the batch is counted afresh.
+          Batch again = split(core, sc, unhold(sc));
+          if (again.head != nullptr)
+          {
+            void* p = again.pop();
+            fast = again.head;
+            return p;
+          }
+          // The new point is its first object: held again, as current.
+        }
         Batch held = unhold(sc);
         FreeObject* point = held.pop();
         void* result = point;
-        if (refresh())
+        if (sampling)
         {
           size_t s = sizeclass_to_size(sc);
           if (void* p = take_sample(samples_, size, s, align, false, sampler_.rate()))
@@ -441,10 +459,11 @@ namespace snmalloc::profile
     }
 
     // In the child only: a new epoch, so that its thread's sampler draws
-    // from a new seed (Sampler::refresh).
+    // from a new seed (Sampler::refresh), and new guarded sides.
     static void postfork_child()
     {
       postfork();
+      guarded_slots.reseed();
       settings.epoch.fetch_add(1, std::memory_order_release);
     }
   };

@@ -290,6 +290,14 @@ namespace snmalloc::profile
     {
       lock_.unlock();
     }
+
+    // In a fork() child: sides of its own, not the parent's sequence again.
+    void reseed() noexcept
+    {
+      LockGuard g(lock_);
+      if (meta_ != nullptr)
+        rng_ = Pal::entropy64() | 1;
+    }
   };
 
   inline GuardedSlots guarded_slots;

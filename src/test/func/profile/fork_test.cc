@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -199,6 +200,39 @@ namespace
   }
 } // namespace
 
+namespace
+{
+  // What `measure` returns in a fork child, read back through a pipe.
+  template<typename Measure>
+  uint64_t in_child(Measure measure)
+  {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0)
+    {
+      uint64_t mine = measure();
+      _exit(write(fds[1], &mine, sizeof(mine)) == ssize_t(sizeof(mine)) ? 0 : 5);
+    }
+    close(fds[1]);
+    uint64_t theirs = 0;
+    ssize_t got = read(fds[0], &theirs, sizeof(theirs));
+    close(fds[0]);
+    int status = snmalloc_test::wait_with_limit(pid, CHILD_TIMEOUT);
+    REQUIRE(status != -1);
+    REQUIRE(snmalloc_test::exited_cleanly(status));
+    REQUIRE(got == ssize_t(sizeof(theirs)));
+    return theirs;
+  }
+
+  bool all_distinct(std::vector<uint64_t> values)
+  {
+    std::sort(values.begin(), values.end());
+    return std::adjacent_find(values.begin(), values.end()) == values.end();
+  }
+} // namespace
+
 // Children forked from one parent (a pre-forking server's workers) each
 // draw their own sample points: were they the parent's, every worker's
 // profile would err the same way, and a periodic pattern would be hit or
@@ -211,29 +245,105 @@ TEST_CASE("fork children and their parent draw different sample points")
   sampling_signature(OBJECTS, SIZE, kept); // the parent's generator is seeded
   std::vector<uint64_t> signatures;
   for (size_t c = 0; c < CHILDREN; c++)
-  {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0)
-    {
-      uint64_t mine = sampling_signature(OBJECTS, SIZE, kept);
-      _exit(write(fds[1], &mine, sizeof(mine)) == ssize_t(sizeof(mine)) ? 0 : 5);
-    }
-    close(fds[1]);
-    uint64_t theirs = 0;
-    ssize_t got = read(fds[0], &theirs, sizeof(theirs));
-    close(fds[0]);
-    int status = snmalloc_test::wait_with_limit(pid, CHILD_TIMEOUT);
-    REQUIRE(status != -1);
-    REQUIRE(snmalloc_test::exited_cleanly(status));
-    REQUIRE(got == ssize_t(sizeof(theirs)));
-    signatures.push_back(theirs);
-  }
+    signatures.push_back(in_child([&] { return sampling_signature(OBJECTS, SIZE, kept); }));
   signatures.push_back(sampling_signature(OBJECTS, SIZE, kept));
-  std::sort(signatures.begin(), signatures.end());
-  CHECK(std::adjacent_find(signatures.begin(), signatures.end()) == signatures.end());
+  CHECK(all_distinct(signatures));
   for (void* p : kept)
     std::free(p);
+}
+
+namespace
+{
+  // The index of the first of `n` new objects of `size` bytes that was
+  // sampled (n if none was); the objects are kept.
+  uint64_t first_sampled(size_t n, size_t size, std::vector<void*>& kept)
+  {
+    for (size_t i = 0; i < n; i++)
+    {
+      uint64_t before = snmalloc::profile::samples_taken();
+      kept.push_back(fork_sampled_site(size));
+      if (snmalloc::profile::samples_taken() != before)
+        return i;
+    }
+    return n;
+  }
+} // namespace
+
+// A refill whose batch reaches the next sample point keeps the objects from
+// the point on back, to be served when the objects before it run out.  A
+// child forked meanwhile inherits that batch: its first sample in the
+// class must still be its own draw, not the parent's point, or every
+// worker's first sample there would fall on the same allocation.
+TEST_CASE("a batch the parent held back at its sample point is counted afresh in a fork child")
+{
+  // A point every 4 objects on average: after a sample, the rest of its
+  // batch mostly holds the next point back, so the parent mostly holds a
+  // batch at the fork (three rounds, so that one of them does).  Where the
+  // children's first samples fall is then, with the parent's point, one
+  // index for all; with their own draws, a geometric spread, all alike
+  // about once in 10^7.
+  constexpr size_t ROUNDS = 3, CHILDREN = 12, OBJECTS = 200, SIZE = 256;
+  ProfilingAt sampled(1024);
+  std::vector<void*> kept;
+  kept.reserve(ROUNDS * OBJECTS * (CHILDREN + 1));
+  for (size_t round = 0; round < ROUNDS; round++)
+  {
+    first_sampled(OBJECTS, SIZE, kept);
+    std::vector<uint64_t> firsts;
+    for (size_t c = 0; c < CHILDREN; c++)
+      firsts.push_back(in_child([&] { return first_sampled(OBJECTS, SIZE, kept); }));
+    INFO("round " << round << ", each child's first sampled object: " << Catch::Detail::stringify(firsts));
+    CHECK(std::adjacent_find(firsts.begin(), firsts.end(), std::not_equal_to<uint64_t>()) != firsts.end());
+    for (uint64_t f : firsts)
+      CHECK(f < OBJECTS); // 50 points on average in 200 objects
+  }
+  for (void* p : kept)
+    std::free(p);
+}
+
+namespace
+{
+  // Which side of its slot each of the next `n` guarded objects of `size`
+  // bytes took, a bit each (left-aligned objects start on a page boundary);
+  // all bits set if fewer were guarded.  Objects a fast list held from
+  // before sampling started are not sampled, so not guarded: passed over.
+  uint64_t guarded_sides(size_t n, size_t size, std::vector<void*>& kept)
+  {
+    uint64_t sides = 0;
+    size_t guarded = 0;
+    for (size_t tries = 0; guarded < n && tries < 8 * n; tries++)
+    {
+      uint64_t before = snmalloc::profile::guarded_total();
+      void* p = std::malloc(size);
+      kept.push_back(p);
+      if (snmalloc::profile::guarded_total() == before)
+        continue;
+      sides = sides << 1 | uint64_t(reinterpret_cast<uintptr_t>(p) % 4096 != 0);
+      guarded++;
+    }
+    return guarded == n ? sides : ~uint64_t(0);
+  }
+} // namespace
+
+// The side of its slot a guarded object takes is a coin toss, so that an
+// overflow and an underflow are each caught in half of the objects.  Fork
+// children toss their own coins: with the parent's sequence, every worker
+// of a pre-forking server would guard the same side of the same objects.
+TEST_CASE("fork children and their parent choose their own guarded sides")
+{
+  constexpr size_t CHILDREN = 6, OBJECTS = 48, SIZE = 100;
+  ProfilingAt exact(1);
+  REQUIRE(snmalloc::profile::set_guard(4 * OBJECTS, 1000000) == 0);
+  std::vector<void*> kept;
+  kept.reserve(8 * OBJECTS * 2);
+  std::vector<uint64_t> sides = {guarded_sides(OBJECTS, SIZE, kept)};
+  for (size_t c = 0; c < CHILDREN; c++)
+    sides.push_back(in_child([&] { return guarded_sides(OBJECTS, SIZE, kept); }));
+  sides.push_back(guarded_sides(OBJECTS, SIZE, kept)); // the parent again
+  INFO("sides: " << Catch::Detail::stringify(sides));
+  CHECK(std::find(sides.begin(), sides.end(), ~uint64_t(0)) == sides.end());
+  CHECK(all_distinct(sides));
+  for (void* p : kept)
+    std::free(p);
+  CHECK(snmalloc::profile::set_guard(0) == 0);
 }
