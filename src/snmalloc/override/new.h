@@ -50,6 +50,14 @@ namespace snmalloc::detail
     }
   }
 
+  // Whether the function at f is in the object this code was linked into.
+  inline bool defined_here(void* f) noexcept
+  {
+    Dl_info of_f, of_here;
+    return ::dladdr(f, &of_f) != 0 && ::dladdr(reinterpret_cast<void*>(&defined_here), &of_here) != 0 &&
+      of_f.dli_fbase == of_here.dli_fbase;
+  }
+
   // Is the operator new the program calls (`array`: new[]) this
   // library's?  A program may replace operator new and keep our sized
   // delete, which then gets the size its new was asked for, while the
@@ -65,11 +73,7 @@ namespace snmalloc::detail
     if (answer == 0)
     {
       void* global = ::dlsym(RTLD_DEFAULT, array ? "_Znam" : "_Znwm");
-      Dl_info of_global, of_ours;
-      bool ours = global != nullptr && ::dladdr(global, &of_global) != 0 &&
-        ::dladdr(reinterpret_cast<void*>(&new_is_ours<array>), &of_ours) != 0 &&
-        of_global.dli_fbase == of_ours.dli_fbase;
-      answer = ours ? 1 : 2;
+      answer = global != nullptr && defined_here(global) ? 1 : 2;
       known.store(answer, std::memory_order_relaxed);
     }
     return answer == 1;
@@ -215,13 +219,6 @@ namespace snmalloc::detail
   constexpr uint32_t FORMS_KNOWN = uint32_t(1) << 31;
   inline std::atomic<uint32_t> forwarding_forms{0};
   inline std::atomic<void*> form_targets[size_t(Form::Count)];
-
-  inline bool defined_here(void* f) noexcept
-  {
-    Dl_info of_f, of_here;
-    return ::dladdr(f, &of_f) != 0 && ::dladdr(reinterpret_cast<void*>(&defined_here), &of_here) != 0 &&
-      of_f.dli_fbase == of_here.dli_fbase;
-  }
 
   // Looked up at the first call of any form: the definitions every caller
   // binds to are known by then (the program's are loaded before it runs).

@@ -186,6 +186,30 @@ namespace snmalloc::profile
       return id + 1;
     }
 
+    // Under the lock: the site of a stack (`is_stack` tells it, `stack`
+    // finds or adds it for a new site) for objects of `object_size` under
+    // `labels`, as its id + 1, added if there is none; 0 when out of
+    // memory.  A site asked for with other requested sizes keeps none.
+    template<typename IsStack, typename Stack>
+    uintptr_t find_or_add_site(
+      uint64_t hash, size_t object_size, size_t requested_size, uint32_t labels, IsStack is_stack, Stack stack)
+    {
+      uintptr_t word = sites_.find_or_add(
+        hash,
+        [&](uintptr_t w) {
+          const SiteEntry& s = site(w - 1);
+          return s.object_size == object_size && s.labels == labels && is_stack(s.stack);
+        },
+        [&]() -> uintptr_t {
+          const StackEntry* e = stack();
+          return e == nullptr ? 0 : new_site(e, object_size, requested_size, labels);
+        },
+        os_bytes_);
+      if (word != 0 && site(word - 1).requested_size != requested_size)
+        site(word - 1).requested_size = 0;
+      return word;
+    }
+
     static bool same_stack(const StackEntry* e, uint64_t hash, const uintptr_t* frames, size_t depth)
     {
       return e->hash == hash && e->depth == depth &&
@@ -259,26 +283,21 @@ namespace snmalloc::profile
       LockGuard g(lock_);
       // A known site is found by its own index alone, its stack compared
       // through it; the stacks' index is searched only for a new site.
-      uintptr_t word = sites_.find_or_add(
+      uintptr_t word = find_or_add_site(
         h,
-        [&](uintptr_t w) {
-          const SiteEntry& s = site(w - 1);
+        object_size,
+        requested_size,
+        labels,
+        [&](const StackEntry* stack) {
           // A stack is one entry: the known one's matches only itself.
-          return s.object_size == object_size && s.labels == labels &&
-            (key.stack != nullptr ? s.stack == key.stack : same_stack(s.stack, sh, frames, depth));
+          return key.stack != nullptr ? stack == key.stack : same_stack(stack, sh, frames, depth);
         },
-        [&]() -> uintptr_t {
-          const StackEntry* stack = find_or_add_stack(frames, depth, sh);
-          return stack == nullptr ? 0 : new_site(stack, object_size, requested_size, labels);
-        },
-        os_bytes_);
+        [&] { return find_or_add_stack(frames, depth, sh); });
       if (word == 0)
         return {NO_ID, 0};
       SiteEntry& s = site(word - 1);
       if (s.stack != key.stack)
         last_stack.keep(this, s.stack);
-      if (s.requested_size != requested_size)
-        s.requested_size = 0;
       if (s.weighed_interval != rate.interval || s.weighed_mode != rate.mode)
       {
         s.weight = sample_weight(rate.mode, object_size, rate.interval);
@@ -308,20 +327,14 @@ namespace snmalloc::profile
       LockGuard g(lock_);
       const StackEntry* stack = site(id).stack;
       uint32_t labels = site(id).labels;
-      uintptr_t word = sites_.find_or_add(
+      uintptr_t word = find_or_add_site(
         site_hash(stack->hash, object_size, labels),
-        [&](uintptr_t w) {
-          const SiteEntry& s = site(w - 1);
-          return s.object_size == object_size && s.labels == labels && s.stack == stack;
-        },
-        [&]() -> uintptr_t { return new_site(stack, object_size, requested_size, labels); },
-        os_bytes_);
-      if (word == 0)
-        return id;
-      SiteEntry& s = site(word - 1);
-      if (s.requested_size != requested_size)
-        s.requested_size = 0;
-      return uint32_t(word - 1);
+        object_size,
+        requested_size,
+        labels,
+        [&](const StackEntry* other) { return other == stack; },
+        [&] { return stack; });
+      return word == 0 ? id : uint32_t(word - 1);
     }
 
     // Address space taken from the OS (touched as entries fill it).
