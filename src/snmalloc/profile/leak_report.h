@@ -8,6 +8,7 @@
 
 #include "pprof/dump_file.h"
 #include "snapshot.h"
+#include "symbols/allocator_frames.h"
 #include "symbols/symbolize.h"
 
 #include <algorithm>
