@@ -38,6 +38,7 @@
 #include "bad_free.h"
 #include "free_bits.h"
 
+#include <type_traits>
 #include <utility>
 
 namespace snmalloc
@@ -149,16 +150,45 @@ namespace snmalloc
       return size_t(1) << sizeclasses.slab_bits[sizeclass];
     }
 
+    static uint32_t objects_out_of(uint32_t capacity, SlabState as, uint32_t wake_threshold, uint32_t counted)
+    {
+      if (as == SlabState::Watched)
+        return capacity;
+      uint32_t out = as != SlabState::Awake ? capacity - wake_threshold + counted : counted;
+      return out < capacity ? out : capacity;
+    }
+
+    // A relaxed load of a field another thread may be writing.
+    template<typename T>
+    static T read_once(const T& field)
+    {
+      if constexpr (std::is_enum_v<T>)
+        return T(__atomic_load_n(reinterpret_cast<const std::underlying_type_t<T>*>(&field), __ATOMIC_RELAXED));
+      else
+        return __atomic_load_n(&field, __ATOMIC_RELAXED);
+    }
+
     // Objects not free: neither on the list nor untouched (see the top of
     // this file).  Owner only.  A counter run past capacity by a double
     // free reads as a full slab.
     uint32_t objects_out() const
     {
-      uint32_t capacity = owner_capacity;
-      if (state == SlabState::Watched)
-        return capacity;
-      uint32_t out = sleeping() ? capacity - owner_wake_threshold + needed : needed;
-      return out < capacity ? out : capacity;
+      return objects_out_of(owner_capacity, state, owner_wake_threshold, needed);
+    }
+
+    // The same, for a reader on another thread (the footprint walk), which
+    // races with the owner: each field is read once, so the figure may be
+    // stale or mixed but stays within the capacity read.
+    uint32_t objects_out_seen() const
+    {
+      return objects_out_of(read_once(owner_capacity), read_once(state), read_once(owner_wake_threshold), read_once(needed));
+    }
+
+    // The class, read once by a reader on another thread: a slab released
+    // meanwhile may take another (or none: a value past the classes).
+    sizeclass_t sizeclass_seen() const
+    {
+      return read_once(sizeclass);
     }
 
     // Is every object free?  Owner only.

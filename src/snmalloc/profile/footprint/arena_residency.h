@@ -42,10 +42,10 @@ namespace snmalloc::profile
 
     void add_slab(const ChunkSpan& s, size_t resident)
     {
-      sizeclass_t sc = s.slab->sizeclass;
+      sizeclass_t sc = s.slab->sizeclass_seen();
       if (sc >= NUM_SMALL_CLASSES)
         return;
-      size_t out = size_t(s.slab->objects_out()) * sizeclass_to_size(sc);
+      size_t out = size_t(s.slab->objects_out_seen()) * sizeclass_to_size(sc);
       size_t live = out < resident ? out : resident;
       live_bytes += live;
       if (out == 0)

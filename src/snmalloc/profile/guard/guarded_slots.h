@@ -78,7 +78,10 @@ namespace snmalloc::profile
     static constexpr uint32_t NONE = ~uint32_t(0);
 
     SpinLock lock_;
-    uintptr_t base_ = 0; // of the reservation; 0 until the first enable
+    // Of the reservation; 0 until the first enable.  Stored last, with
+    // release, and read without the lock (slot_of, at every sampled free
+    // and in the fault handler): whoever sees it sees meta_ and slots_.
+    std::atomic<uintptr_t> base_{0};
     size_t slots_ = 0;
     GuardedSlot* meta_ = nullptr;
     uint32_t free_head_ = NONE, free_tail_ = NONE;
@@ -92,7 +95,7 @@ namespace snmalloc::profile
 
     uintptr_t slot_base(size_t i) const
     {
-      return base_ + i * SLOT_BYTES;
+      return base_.load(std::memory_order_relaxed) + i * SLOT_BYTES;
     }
 
     static uintptr_t page_down(uintptr_t a)
@@ -159,7 +162,7 @@ namespace snmalloc::profile
         push_free_locked(i);
       }
       rng_ = Pal::entropy64() | 1; // each run draws its own sides
-      base_ = reinterpret_cast<uintptr_t>(c.base);
+      base_.store(reinterpret_cast<uintptr_t>(c.base), std::memory_order_release);
       return true;
     }
 
@@ -173,7 +176,7 @@ namespace snmalloc::profile
       if (limit > MAX_GUARD || per_second == 0)
         return EINVAL;
       LockGuard g(lock_);
-      if (limit != 0 && base_ == 0 && !reserve_locked(limit))
+      if (limit != 0 && base_.load(std::memory_order_relaxed) == 0 && !reserve_locked(limit))
         return ENOMEM;
       if (2 * limit > slots_)
         return EBUSY;
@@ -246,18 +249,14 @@ namespace snmalloc::profile
       return &s.record;
     }
 
-    bool contains(uintptr_t a) const
-    {
-      return base_ != 0 && a - base_ < slots_ * SLOT_BYTES + config::CHUNK_SIZE;
-    }
-
     // The slot `a` lies in (its guard page included); nullptr outside.
     // Past the last slot: the trailing guard, counted as the last slot's.
     GuardedSlot* slot_of(uintptr_t a) const
     {
-      if (!contains(a))
+      uintptr_t base = base_.load(std::memory_order_acquire);
+      if (base == 0 || a - base >= slots_ * SLOT_BYTES + config::CHUNK_SIZE)
         return nullptr;
-      size_t i = (a - base_) / SLOT_BYTES;
+      size_t i = (a - base) / SLOT_BYTES;
       return &meta_[i < slots_ ? i : slots_ - 1];
     }
 
