@@ -150,6 +150,8 @@ namespace snmalloc
       return size_t(1) << sizeclasses.slab_bits[sizeclass];
     }
 
+    // objects_out from the values of its fields: a slab in state `as`
+    // with `counted` in `needed`.
     static uint32_t objects_out_of(uint32_t capacity, SlabState as, uint32_t wake_threshold, uint32_t counted)
     {
       if (as == SlabState::Watched)
