@@ -183,19 +183,31 @@ __attribute__((noinline)) void* fork_sampled_site(size_t size)
 
 namespace
 {
+  // A new object of `size` bytes, kept (so that none is a reuse of
+  // another), and whether `count` (samples_taken, guarded_total) moved
+  // while it was allocated.
+  struct Watched
+  {
+    void* object;
+    bool counted;
+  };
+
+  Watched allocate_watching(uint64_t (*count)(), size_t size, std::vector<void*>& kept)
+  {
+    uint64_t before = count();
+    void* p = fork_sampled_site(size);
+    kept.push_back(p);
+    return {p, count() != before};
+  }
+
   // Which of `n` new objects of `size` bytes were sampled, as a hash of
-  // their indices (samples_taken moves at each); the objects are kept, so
-  // that none is a reuse of another.
+  // their indices.
   uint64_t sampling_signature(size_t n, size_t size, std::vector<void*>& kept)
   {
     uint64_t hash = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++)
-    {
-      uint64_t before = snmalloc::profile::samples_taken();
-      kept.push_back(fork_sampled_site(size));
-      if (snmalloc::profile::samples_taken() != before)
+      if (allocate_watching(snmalloc::profile::samples_taken, size, kept).counted)
         hash = (hash ^ i) * 0x100000001b3ULL;
-    }
     return hash;
   }
 } // namespace
@@ -259,12 +271,8 @@ namespace
   uint64_t first_sampled(size_t n, size_t size, std::vector<void*>& kept)
   {
     for (size_t i = 0; i < n; i++)
-    {
-      uint64_t before = snmalloc::profile::samples_taken();
-      kept.push_back(fork_sampled_site(size));
-      if (snmalloc::profile::samples_taken() != before)
+      if (allocate_watching(snmalloc::profile::samples_taken, size, kept).counted)
         return i;
-    }
     return n;
   }
 } // namespace
@@ -313,12 +321,10 @@ namespace
     size_t guarded = 0;
     for (size_t tries = 0; guarded < n && tries < 8 * n; tries++)
     {
-      uint64_t before = snmalloc::profile::guarded_total();
-      void* p = std::malloc(size);
-      kept.push_back(p);
-      if (snmalloc::profile::guarded_total() == before)
+      Watched w = allocate_watching(snmalloc::profile::guarded_total, size, kept);
+      if (!w.counted)
         continue;
-      sides = sides << 1 | uint64_t(reinterpret_cast<uintptr_t>(p) % 4096 != 0);
+      sides = sides << 1 | uint64_t(reinterpret_cast<uintptr_t>(w.object) % 4096 != 0);
       guarded++;
     }
     return guarded == n ? sides : ~uint64_t(0);
