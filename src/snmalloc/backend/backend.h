@@ -453,11 +453,12 @@ namespace snmalloc
     {
       lock_.lock();
       await_decays_locked();
+      lock_.pass_to_fork();
     }
 
     void postfork() noexcept
     {
-      lock_.unlock();
+      lock_.release_after_fork();
     }
 
     // The child's only thread waits for nothing, though other threads of
@@ -466,7 +467,7 @@ namespace snmalloc
     void postfork_child() noexcept
     {
       awaiting_ = 0;
-      lock_.unlock();
+      lock_.release_after_fork();
     }
   };
 

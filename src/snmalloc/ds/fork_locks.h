@@ -11,8 +11,17 @@
 // run in the reverse order of registration, that is of which part
 // happened to be set up first, and a fork could take an inner lock and
 // then wait for an outer one whose holder waits for the inner.
+//
+// pthread_atfork runs prepare handlers in the reverse order of their
+// registration and the others in order, so the handlers registered before
+// these (by a library, whose constructor runs before a preloaded shim's,
+// or by anything before the first allocation, which registers these) run
+// while the fork holds every lock here.  If they allocate, they go through
+// the locks on the forking thread (SpinLock, this_thread_holds_fork_locks)
+// rather than wait for them forever.
 
 #include "../pal/pal.h"
+#include "spinlock.h"
 
 #include <atomic>
 #include <pthread.h>
@@ -145,12 +154,14 @@ namespace snmalloc
     for (unsigned k = 0; k < count; k++)
       taken_[k]->prepare();
     taken_count_ = count;
+    this_thread_holds_fork_locks = true;
   }
 
   // The fork is done: an adder may take its lock now, while these are
   // released.
   inline void ForkLocks::in_parent()
   {
+    this_thread_holds_fork_locks = false;
     fork_locks.forks_in_flight_.fetch_sub(1, std::memory_order_release);
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_parent();
@@ -160,6 +171,7 @@ namespace snmalloc
   // The parent's other forks in flight are not the child's.
   inline void ForkLocks::in_child()
   {
+    this_thread_holds_fork_locks = false;
     fork_locks.forks_in_flight_.store(0, std::memory_order_release);
     for (unsigned k = taken_count_; k-- > 0;)
       taken_[k]->in_child();

@@ -11,38 +11,83 @@
 
 namespace snmalloc
 {
+  // Set on the thread whose fork() holds every lock registered with
+  // ds/fork_locks.h, from when its prepare handler has taken them all until
+  // its handlers after fork() release them.  pthread_atfork handlers that
+  // the program (or a library initialised before the allocator) registered
+  // earlier run inside that span, after the allocator's prepare and before
+  // its parent and child handlers, and may allocate: on this thread such an
+  // allocation goes through the locks its fork holds.  Every other thread
+  // waits for them, so nobody else is inside what they guard.
+  inline thread_local bool this_thread_holds_fork_locks = false;
+
   class SpinLock
   {
-    std::atomic<bool> held{false};
+    static constexpr uint8_t FREE = 0, HELD = 1, HELD_BY_FORK = 2;
+    std::atomic<uint8_t> state_{FREE};
+
+    SNMALLOC_SLOW_PATH void lock_contended() noexcept
+    {
+      for (unsigned spins = 0;;)
+      {
+        uint8_t s = state_.load(std::memory_order_relaxed);
+        if (s == FREE && state_.compare_exchange_weak(s, HELD, std::memory_order_acquire))
+          return;
+        if (s == HELD_BY_FORK && this_thread_holds_fork_locks)
+          return; // a handler around this thread's fork(): see above
+        if (++spins < 128)
+          Pal::pause();
+        else
+          ::sched_yield();
+      }
+    }
 
   public:
     // Always inline, as the guard below: GCC inlined them in the plain shim
     // but called them in the profiling one (more call sites), 15
-    // instructions a call where inline the uncontended case is an exchange
-    // and a test (large-object churn sampled at 512 KiB: 4.5 calls a sample).
+    // instructions a call where inline the uncontended case is a
+    // compare-exchange and a test (large-object churn sampled at 512 KiB:
+    // 4.5 calls a sample).  A compare-exchange, not an exchange, so that a
+    // lock held by a fork is not overwritten by a thread that then waits.
     SNMALLOC_FAST_PATH void lock() noexcept
     {
-      for (unsigned spins = 0; held.exchange(true, std::memory_order_acquire);)
-      {
-        while (held.load(std::memory_order_relaxed))
-        {
-          if (++spins < 128)
-            Pal::pause();
-          else
-            ::sched_yield();
-        }
-      }
+      uint8_t expected = FREE;
+      if (SNMALLOC_UNLIKELY(!state_.compare_exchange_strong(expected, HELD, std::memory_order_acquire)))
+        lock_contended();
     }
 
     bool try_lock() noexcept
     {
-      return !held.load(std::memory_order_relaxed) &&
-        !held.exchange(true, std::memory_order_acquire);
+      uint8_t expected = FREE;
+      return state_.load(std::memory_order_relaxed) == FREE &&
+        state_.compare_exchange_strong(expected, HELD, std::memory_order_acquire);
     }
 
-    void unlock() noexcept
+    // A lock that its fork holds stays held when a handler around that
+    // fork, which went through it, is done with it.
+    SNMALLOC_FAST_PATH void unlock() noexcept
     {
-      held.store(false, std::memory_order_release);
+      if (SNMALLOC_LIKELY(state_.load(std::memory_order_relaxed) != HELD_BY_FORK))
+        state_.store(FREE, std::memory_order_release);
+    }
+
+    // fork()'s prepare handler: take the lock for the fork.
+    void hold_for_fork() noexcept
+    {
+      lock();
+      pass_to_fork();
+    }
+
+    // The same, for a prepare handler that holds the lock already.
+    void pass_to_fork() noexcept
+    {
+      state_.store(HELD_BY_FORK, std::memory_order_relaxed);
+    }
+
+    // The handlers after fork(), in the parent and in the child.
+    void release_after_fork() noexcept
+    {
+      state_.store(FREE, std::memory_order_release);
     }
 
     // Could the lock be taken within `tries` tries, yielding between them?

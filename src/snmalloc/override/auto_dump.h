@@ -100,12 +100,12 @@ namespace snmalloc::profile
 
     static void before_fork()
     {
-      instance().lock_.lock();
+      instance().lock_.hold_for_fork();
     }
 
     static void after_fork_in_parent()
     {
-      instance().lock_.unlock();
+      instance().lock_.release_after_fork();
     }
 
     static void in_fork_child()
@@ -119,7 +119,7 @@ namespace snmalloc::profile
         self.pipe_write_ = -1;
         self.pipe_read_ = -1;
       }
-      self.lock_.unlock();
+      self.lock_.release_after_fork();
     }
 
     // Milliseconds for poll() until `deadline` (monotonic ns).

@@ -432,7 +432,7 @@ namespace snmalloc::profile
     // The event ring's lock first: its holder may read the stack table.
     static void prefork()
     {
-      event_ring_lock.lock();
+      event_ring_lock.hold_for_fork();
       peak_profile.prefork();
       stack_table.prefork();
       lifetime_table.prefork();
@@ -455,7 +455,7 @@ namespace snmalloc::profile
       lifetime_table.postfork();
       stack_table.postfork();
       peak_profile.postfork();
-      event_ring_lock.unlock();
+      event_ring_lock.release_after_fork();
     }
 
     // In the child only: a new epoch, so that its thread's sampler draws

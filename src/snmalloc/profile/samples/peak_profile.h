@@ -223,7 +223,7 @@ namespace snmalloc::profile
     // in the parent it goes on, and owns the spare buffer until it ends.
     void prefork() noexcept
     {
-      lock_.lock();
+      lock_.hold_for_fork();
       forking_pid_ = ::getpid();
     }
 
@@ -231,7 +231,7 @@ namespace snmalloc::profile
     {
       if (::getpid() != forking_pid_)
         copying_.store(false, std::memory_order_relaxed);
-      lock_.unlock();
+      lock_.release_after_fork();
     }
   };
 

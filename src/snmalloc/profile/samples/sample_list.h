@@ -190,14 +190,14 @@ namespace snmalloc::profile
 
     void prefork() noexcept
     {
-      lock_.lock();
-      for_each([](SampleList& l) { l.lock.lock(); });
+      lock_.hold_for_fork();
+      for_each([](SampleList& l) { l.lock.hold_for_fork(); });
     }
 
     void postfork() noexcept
     {
-      for_each([](SampleList& l) { l.lock.unlock(); });
-      lock_.unlock();
+      for_each([](SampleList& l) { l.lock.release_after_fork(); });
+      lock_.release_after_fork();
     }
   };
 

@@ -204,12 +204,12 @@ namespace snmalloc::profile
 
     void prefork() noexcept
     {
-      reading_.lock();
+      reading_.hold_for_fork();
     }
 
     void postfork() noexcept
     {
-      reading_.unlock();
+      reading_.release_after_fork();
     }
 
   private:

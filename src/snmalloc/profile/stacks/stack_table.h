@@ -362,12 +362,12 @@ namespace snmalloc::profile
 
     void prefork() noexcept
     {
-      lock_.lock();
+      lock_.hold_for_fork();
     }
 
     void postfork() noexcept
     {
-      lock_.unlock();
+      lock_.release_after_fork();
     }
   };
 

@@ -1,0 +1,74 @@
+// pthread_atfork handlers that allocate, registered before the allocator's
+// own (by a library's constructor: atfork_allocates_lib.c): fork() then
+// runs their prepare handler after the allocator's has taken its locks,
+// and their parent and child handlers before the allocator's have
+// released them.  Each handler allocates small, large and zeroed blocks,
+// grows one and frees them, in every fork of a process whose other
+// threads allocate meanwhile.  A handler that waits for a lock the fork
+// holds hangs the fork: alarm() ends a stuck parent or child (SIGALRM).
+#include "atfork_allocates.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum
+{
+  FORKS = 24,
+  WORKERS = 2,
+  LIMIT_S = 60
+};
+
+static atomic_int stop;
+
+static void* work(void* arg)
+{
+  unsigned round = (unsigned)(uintptr_t)arg;
+  while (!atomic_load_explicit(&stop, memory_order_relaxed))
+    allocate_and_free(round++);
+  return NULL;
+}
+
+int main(void)
+{
+  alarm(LIMIT_S);
+  pthread_t workers[WORKERS];
+  for (uintptr_t i = 0; i < WORKERS; i++)
+    if (pthread_create(&workers[i], NULL, work, (void*)(i * 7)) != 0)
+      return 2;
+  int failures = 0;
+  for (int f = 0; f < FORKS; f++)
+  {
+    pid_t pid = fork();
+    if (pid < 0)
+      return 3;
+    if (pid == 0)
+    {
+      alarm(LIMIT_S);
+      // The child handler ran once in this process, before fork returned.
+      _exit(atomic_load(&in_child) == 1 && allocate_and_free(11) ? 0 : 1);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    {
+      fprintf(stderr, "fork %d: child status %#x\n", f, status);
+      failures++;
+    }
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < WORKERS; i++)
+    pthread_join(workers[i], NULL);
+  int handled = atomic_load(&prepared) == FORKS && atomic_load(&in_parent) == FORKS;
+  printf(
+    "%d forks, prepare handler allocated in %d, parent handler in %d, %d children failed\n",
+    FORKS,
+    atomic_load(&prepared),
+    atomic_load(&in_parent),
+    failures);
+  return failures == 0 && handled ? 0 : 1;
+}
