@@ -143,6 +143,24 @@ namespace snmalloc
       report_if_overwritten(overwritten);
     }
 
+    // The checks build, with the lock held, when no free block fits: every
+    // run the quarantine holds back goes free, so that a request is not
+    // refused for address space that freed runs keep (a run shrunk in place
+    // by realloc keeps its whole length there: under `ulimit -v 2000000`,
+    // 64 MiB objects shrunk to 1 MiB and freed ran the arena out in five
+    // rounds with nothing live).  Whether any did.
+    SNMALLOC_SLOW_PATH bool release_quarantine_locked() noexcept
+    {
+      bool released = false;
+      RunQuarantine::Run oldest;
+      while (quarantine_.take_oldest(oldest))
+      {
+        buddy_.dealloc_run(oldest.index, oldest.chunks);
+        released = true;
+      }
+      return released;
+    }
+
     // With the lock held (and held again on return): wait until no decay
     // has blocks off the free lists.  For a fork, and for a request that
     // found no free block, which a decay may be about to put back.
@@ -206,6 +224,21 @@ namespace snmalloc
     };
 
   private:
+    // A run placed as `fit` says, or, when it is to be placed low (a
+    // growing run, or any in the checks build) and no block is free for
+    // that, packed among the free chunks rather than refused: runs placed
+    // low take blocks of the power of two above their length, and in an
+    // arena sized by RLIMIT_AS the checks build then failed a sixth 64 MiB
+    // request with five 1 MiB objects live (each left in its 128 MiB block
+    // by a shrink).
+    Buddy::Block take_run_locked(size_t chunks, size_t align_order, Buddy::Fit fit) noexcept
+    {
+      Buddy::Block b = buddy_.alloc_run(chunks, align_order, fit);
+      if (!b.ok && fit == Buddy::Fit::Low)
+        b = buddy_.alloc_run(chunks, align_order, Buddy::Fit::Packed);
+      return b;
+    }
+
     // A run taken from the block `fit` picks (Buddy::Fit).
     Chunks alloc_chunks_by(Buddy::Fit fit, size_t bytes, size_t align, size_t guard_before, size_t guard_after) noexcept
     {
@@ -216,12 +249,14 @@ namespace snmalloc
       locked_then_decay([&] {
         if (!ensure_init_locked())
           return;
-        Buddy::Block b = buddy_.alloc_run(chunks, align_order, fit);
+        Buddy::Block b = take_run_locked(chunks, align_order, fit);
         if (!b.ok && decaying_ != 0)
         {
           await_decays_locked();
-          b = buddy_.alloc_run(chunks, align_order, fit);
+          b = take_run_locked(chunks, align_order, fit);
         }
+        if (!b.ok && release_quarantine_locked())
+          b = take_run_locked(chunks, align_order, fit);
         if (!b.ok)
           return;
         if (!hand_out(b.index + (guard_before >> config::CHUNK_BITS), bytes - guard_before - guard_after))
@@ -280,6 +315,8 @@ namespace snmalloc
           await_decays_locked();
           continue;
         }
+        if (!b.ok && release_quarantine_locked())
+          continue;
         if (!b.ok)
           return nullptr;
         if (!hand_out(b.index, block))

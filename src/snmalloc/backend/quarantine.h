@@ -65,7 +65,15 @@ namespace snmalloc
     // Take the oldest run if the quarantine is beyond its bounds.
     bool take_overflow(Run& run)
     {
-      if (count_ == 0 || (count_ < MAX_RUNS && resident_ <= MAX_BYTES))
+      if (count_ < MAX_RUNS && resident_ <= MAX_BYTES)
+        return false;
+      return take_oldest(run);
+    }
+
+    // Take the oldest run, if any.
+    bool take_oldest(Run& run)
+    {
+      if (count_ == 0)
         return false;
       run = runs_[oldest_];
       oldest_ = (oldest_ + 1) % MAX_RUNS;
