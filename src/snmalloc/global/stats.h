@@ -83,6 +83,10 @@ namespace snmalloc
     }
     s.large_live_bytes = detail::non_negative(heap_totals.large_bytes());
     s.large_runs = detail::non_negative(heap_totals.large_runs());
+    // Guarded objects are small ones in slots of their own, which the
+    // backend counts as in use, guards and all (25 MiB at guard=100).
+    GuardedBytes guarded = Profiler::guarded_bytes();
+    s.small_live_bytes += guarded.live;
     s.live_bytes = s.small_live_bytes + s.large_live_bytes;
     // The peak is kept from running totals that other threads move while
     // the classes above are summed: never report it below the sum.
@@ -90,7 +94,8 @@ namespace snmalloc
     if (s.peak_live_bytes < s.live_bytes)
       s.peak_live_bytes = s.live_bytes;
     Backend::Usage u = backend.usage();
-    s.resident_bytes = u.in_use_bytes + u.dirty_free_bytes;
+    size_t heap = u.in_use_bytes + u.dirty_free_bytes;
+    s.resident_bytes = (heap > guarded.reserved ? heap - guarded.reserved : 0) + guarded.resident;
     s.meta_bytes = u.meta_bytes;
     s.profiler_bytes = Profiler::own_bytes();
     s.profile_samples_dropped = Profiler::samples_dropped();

@@ -33,6 +33,8 @@
 //   starts_sample(p)                     free checks: is p a sampled object's start
 //   own_bytes()                          statistics: the profiler's own memory
 //   samples_dropped()                    statistics: samples lost to out of memory
+//   guarded_bytes()                      statistics: guarded objects, outside
+//                                        the classes' and large runs' counts
 //   recount_pool_slabs()                 statistics: the profile pool's awake slabs
 //   visit_samples(visitor)               census: every live sampled object
 //   push_label(key, value), pop_label()  the program sets allocation labels
@@ -54,6 +56,16 @@ namespace snmalloc
   {
     uintptr_t start = 0;
     size_t size = 0;
+  };
+
+  // Guarded sampled objects (profile/guard/): their usable bytes, the pages
+  // they hold, and the address space reserved for their slots and guards,
+  // which the backend counts as in use although it is never resident.
+  struct GuardedBytes
+  {
+    size_t live = 0;
+    size_t resident = 0;
+    size_t reserved = 0;
   };
 
   // A census's visitor: a C function and its argument (snmalloc_stats.h's
@@ -150,6 +162,11 @@ namespace snmalloc
     static uint64_t samples_dropped()
     {
       return 0;
+    }
+
+    static GuardedBytes guarded_bytes()
+    {
+      return {};
     }
 
     static void recount_pool_slabs() {}

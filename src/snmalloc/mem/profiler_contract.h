@@ -83,6 +83,8 @@ namespace snmalloc
     template<typename P, typename Core>
     using SamplesDropped = Returns<uint64_t, decltype(P::samples_dropped())>;
     template<typename P, typename Core>
+    using GuardedBytesOf = Returns<GuardedBytes, decltype(P::guarded_bytes())>;
+    template<typename P, typename Core>
     using RecountPoolSlabs = decltype(P::recount_pool_slabs());
     template<typename P, typename Core>
     using VisitSamples = decltype(P::visit_samples(HeapVisitor{}));
@@ -131,6 +133,7 @@ namespace snmalloc
     static_assert(has<StartsSample, P>::value, "profiler: static starts_sample(const void*) -> bool");
     static_assert(has<OwnBytes, P>::value, "profiler: static own_bytes() -> size_t");
     static_assert(has<SamplesDropped, P>::value, "profiler: static samples_dropped() -> uint64_t");
+    static_assert(has<GuardedBytesOf, P>::value, "profiler: static guarded_bytes() -> GuardedBytes");
     static_assert(has<RecountPoolSlabs, P>::value, "profiler: static recount_pool_slabs()");
     static_assert(has<VisitSamples, P>::value, "profiler: static visit_samples(HeapVisitor)");
     static_assert(

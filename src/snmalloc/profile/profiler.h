@@ -397,6 +397,11 @@ namespace snmalloc::profile
         (sample_lists.total_count() + sample_lists.total_spares()) * sizeof(SampleRecord);
     }
 
+    static GuardedBytes guarded_bytes()
+    {
+      return guarded_slots.bytes();
+    }
+
     static uint64_t samples_dropped()
     {
       return settings.samples_dropped.load(std::memory_order_relaxed);

@@ -39,6 +39,7 @@
 // samples past the budget go to the profile pool.
 
 #include "../../backend/backend.h"
+#include "../../mem/no_profiler.h"
 #include "../samples/sample_list.h"
 
 #include <new>
@@ -91,6 +92,9 @@ namespace snmalloc::profile
     std::atomic<int64_t> window_start_ns_{0};
     std::atomic<size_t> window_count_{0};
     std::atomic<uint64_t> guarded_total_{0};
+    // The live objects' usable bytes and pages, for the statistics.
+    std::atomic<size_t> live_bytes_{0};
+    std::atomic<size_t> live_pages_bytes_{0};
     uint64_t rng_ = 1;
 
     uintptr_t slot_base(size_t i) const
@@ -190,6 +194,20 @@ namespace snmalloc::profile
       return limit_.load(std::memory_order_relaxed);
     }
 
+    // What the statistics count: the live objects, their pages, and the
+    // reservation (the backend's chunks, never resident but for the
+    // objects' pages).
+    GuardedBytes bytes() const
+    {
+      size_t reserved = base_.load(std::memory_order_acquire) == 0 ?
+        0 :
+        bits::align_up(slots_ * SLOT_BYTES + config::CHUNK_SIZE, config::CHUNK_SIZE);
+      return {
+        live_bytes_.load(std::memory_order_relaxed),
+        live_pages_bytes_.load(std::memory_order_relaxed),
+        reserved};
+    }
+
     // Objects guarded since the process started.
     uint64_t guarded_total() const
     {
@@ -246,6 +264,8 @@ namespace snmalloc::profile
         std::memset(reinterpret_cast<void*>(start), 0, size);
       s.state.store(SlotState::Live, std::memory_order_release);
       guarded_total_.fetch_add(1, std::memory_order_relaxed);
+      live_bytes_.fetch_add(size, std::memory_order_relaxed);
+      live_pages_bytes_.fetch_add(page_up(start + size) - first_page, std::memory_order_relaxed);
       return &s.record;
     }
 
@@ -274,6 +294,8 @@ namespace snmalloc::profile
       uintptr_t first_page = page_down(s.object);
       size_t bytes = page_up(s.object + s.size) - first_page;
       (void)Pal::make_inaccessible(reinterpret_cast<void*>(first_page), bytes);
+      live_bytes_.fetch_sub(s.size, std::memory_order_relaxed);
+      live_pages_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
       s.state.store(SlotState::Freed, std::memory_order_release);
       LockGuard g(lock_);
       live_--;

@@ -692,3 +692,52 @@ TEST_CASE("sampled objects are freed from another thread")
   CHECK(profile.inuse_objects == 0);
   CHECK(profile.inuse_space == 0);
 }
+
+// Guarded objects are small objects in slots of their own, outside the
+// classes' slabs, and the slots' reservation (guard pages and all) is never
+// resident: the statistics, and mallinfo2 from them, count each guarded
+// object's usable bytes as live and only its pages as resident.  (They had
+// counted none of the objects, and the whole reservation, 16 MiB here, as
+// resident.)
+TEST_CASE("the statistics count guarded objects and not their slots' reservation")
+{
+  constexpr size_t GUARDED = 48, LIMIT = 64; // 2 * 64 slots of 128 KiB
+  snmalloc::Stats before = snmalloc::stats();
+  ProfilingAt exact(1);
+  REQUIRE(snmalloc::profile::set_guard(LIMIT, 1000000) == 0);
+  std::vector<void*> objects;
+  size_t guarded = 0, guarded_bytes = 0, other_bytes = 0;
+  for (size_t i = 0; guarded < GUARDED && i < 8 * GUARDED; i++)
+  {
+    size_t size = 24 + (i * 997) % 20000;
+    uint64_t count = snmalloc::profile::guarded_total();
+    void* p = std::malloc(size);
+    REQUIRE(p != nullptr);
+    std::memset(p, 0x3c, size);
+    objects.push_back(p);
+    if (snmalloc::profile::guarded_total() != count)
+    {
+      guarded++;
+      guarded_bytes += malloc_usable_size(p);
+    }
+    else
+      other_bytes += malloc_usable_size(p);
+  }
+  REQUIRE(guarded == GUARDED);
+  snmalloc::Stats held = snmalloc::stats();
+  size_t live_added = held.small_live_bytes - before.small_live_bytes;
+  INFO(
+    "guarded " << guarded_bytes << " bytes, others " << other_bytes << "; live added "
+               << live_added << ", resident added "
+               << int64_t(held.resident_bytes) - int64_t(before.resident_bytes));
+  CHECK(live_added >= guarded_bytes + other_bytes);
+  // Sampled objects are counted at their pool blocks' sizes (with their
+  // records); the slack here is far below the guarded bytes.
+  CHECK(live_added <= 2 * (guarded_bytes + other_bytes) + (size_t(64) << 10));
+  CHECK(held.resident_bytes < before.resident_bytes + (size_t(8) << 20));
+  for (void* p : objects)
+    std::free(p);
+  snmalloc::Stats after = snmalloc::stats();
+  CHECK(after.small_live_bytes <= before.small_live_bytes + (size_t(64) << 10));
+  CHECK(snmalloc::profile::set_guard(0) == 0);
+}
