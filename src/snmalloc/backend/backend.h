@@ -145,10 +145,11 @@ namespace snmalloc
 
     // The checks build, with the lock held, when no free block fits: every
     // run the quarantine holds back goes free, so that a request is not
-    // refused for address space that freed runs keep (a run shrunk in place
-    // by realloc keeps its whole length there: under `ulimit -v 2000000`,
-    // 64 MiB objects shrunk to 1 MiB and freed ran the arena out in five
-    // rounds with nothing live).  Whether any did.
+    // refused for address space that freed runs keep, or keep from merging
+    // into the blocks around them (under `ulimit -v 2000000`, with nothing
+    // live, objects of 64 KiB and a byte freed one at a time ran the arena
+    // out in 190 rounds, 64 MiB objects shrunk to 1 MiB and freed in five).
+    // Whether any did.
     SNMALLOC_SLOW_PATH bool release_quarantine_locked() noexcept
     {
       bool released = false;

@@ -145,12 +145,24 @@ namespace snmalloc::profile
         per_second_.load(std::memory_order_relaxed);
     }
 
+    // The reservation's bytes for `slots` slots: one chunk more at the end,
+    // the last slot's right guard.
+    static size_t span_bytes(size_t slots)
+    {
+      return slots * SLOT_BYTES + config::CHUNK_SIZE;
+    }
+
+    // The backend's chunks that hold it.
+    static size_t chunk_bytes(size_t slots)
+    {
+      return bits::align_up(span_bytes(slots), config::CHUNK_SIZE);
+    }
+
     bool reserve_locked(size_t limit)
     {
       size_t slots = 2 * limit;
-      // One chunk more at the end: the last slot's right guard.
-      size_t bytes = slots * SLOT_BYTES + config::CHUNK_SIZE;
-      Backend::Chunks c = backend.alloc_chunks(bits::align_up(bytes, config::CHUNK_SIZE), SLOT_BYTES);
+      size_t bytes = span_bytes(slots);
+      Backend::Chunks c = backend.alloc_chunks(chunk_bytes(slots), SLOT_BYTES);
       if (c.base == nullptr)
         return false;
       auto* meta = static_cast<GuardedSlot*>(profiler_regions.reserve(slots * sizeof(GuardedSlot), "guarded slots"));
@@ -199,9 +211,7 @@ namespace snmalloc::profile
     // objects' pages).
     GuardedBytes bytes() const
     {
-      size_t reserved = base_.load(std::memory_order_acquire) == 0 ?
-        0 :
-        bits::align_up(slots_ * SLOT_BYTES + config::CHUNK_SIZE, config::CHUNK_SIZE);
+      size_t reserved = base_.load(std::memory_order_acquire) == 0 ? 0 : chunk_bytes(slots_);
       return {
         live_bytes_.load(std::memory_order_relaxed),
         live_pages_bytes_.load(std::memory_order_relaxed),
@@ -274,7 +284,7 @@ namespace snmalloc::profile
     GuardedSlot* slot_of(uintptr_t a) const
     {
       uintptr_t base = base_.load(std::memory_order_acquire);
-      if (base == 0 || a - base >= slots_ * SLOT_BYTES + config::CHUNK_SIZE)
+      if (base == 0 || a - base >= span_bytes(slots_))
         return nullptr;
       size_t i = (a - base) / SLOT_BYTES;
       return &meta_[i < slots_ ? i : slots_ - 1];

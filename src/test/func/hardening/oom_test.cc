@@ -279,8 +279,8 @@ namespace
 // fifth of the arena.  The checks build keeps freed runs back (a
 // quarantine) and places runs in blocks of the power of two above their
 // length: it had refused a 64 MiB request after five such objects had
-// been freed, and after five had been shrunk and held, and a 64 KiB one
-// after 190 of those had been freed.
+// been freed, and after five had been shrunk and held, and one of 64 KiB
+// and a byte after 190 of those had been freed.
 TEST_CASE("freed and shrunk large objects leave room (child)", "[.oom]")
 {
   size_t failed_at = 0;

@@ -58,4 +58,3 @@ __attribute__((constructor)) static void register_first(void)
   if (pthread_atfork(prepare, parent, child) != 0)
     abort();
 }
-
