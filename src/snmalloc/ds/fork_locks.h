@@ -13,12 +13,14 @@
 // then wait for an outer one whose holder waits for the inner.
 //
 // pthread_atfork runs prepare handlers in the reverse order of their
-// registration and the others in order, so the handlers registered before
-// these (by a library, whose constructor runs before a preloaded shim's,
-// or by anything before the first allocation, which registers these) run
-// while the fork holds every lock here.  If they allocate, they go through
-// the locks on the forking thread (SpinLock, this_thread_holds_fork_locks)
-// rather than wait for them forever.
+// registration and the others in order, so handlers registered before
+// these run while the fork holds every lock here.  The shims register
+// these before any other (override/atfork_first.h); in a program that uses
+// the allocator as a library, handlers registered before its first
+// allocation run inside.  If they allocate, they go through the locks on
+// the forking thread (SpinLock, this_thread_holds_fork_locks) rather than
+// wait for them forever; if they take a lock of their own that a thread
+// holds while it waits for one of these, the fork waits for good.
 
 #include "../pal/pal.h"
 #include "spinlock.h"
@@ -64,6 +66,10 @@ namespace snmalloc
     // after fork() must not run it.
     static inline thread_local const ForkLock* taken_[SLOTS];
     static inline thread_local unsigned taken_count_ = 0;
+    // Set while this thread registers the handlers: pthread_atfork may
+    // allocate, or come back through the shims' __register_atfork, and the
+    // registration under way must not be waited for on its own thread.
+    static inline thread_local bool registering_ = false;
 
     static void prepare();
     static void in_parent();
@@ -119,9 +125,18 @@ namespace snmalloc
     // register again, which would take every lock twice at its forks.
     bool add(const ForkLock& lock) noexcept
     {
-      ::pthread_once(&register_once_, register_handlers);
+      register_once();
       add_deferred(lock);
       return registered_.load(std::memory_order_acquire);
+    }
+
+    // Register the handlers if nobody has: the locks added later need no
+    // registration of their own.  On the thread that is registering them
+    // (an allocation inside pthread_atfork), returns at once.
+    void register_once() noexcept
+    {
+      if (!registering_)
+        ::pthread_once(&register_once_, register_handlers);
     }
   };
 
@@ -131,8 +146,10 @@ namespace snmalloc
   {
     if (fork_locks.registered_.load(std::memory_order_acquire))
       return;
+    registering_ = true;
     fork_locks.registered_.store(
       ::pthread_atfork(prepare, in_parent, in_child) == 0, std::memory_order_release);
+    registering_ = false;
   }
 
   inline void ForkLocks::prepare()

@@ -13,12 +13,13 @@ namespace snmalloc
 {
   // Set on the thread whose fork() holds every lock registered with
   // ds/fork_locks.h, from when its prepare handler has taken them all until
-  // its handlers after fork() release them.  pthread_atfork handlers that
-  // the program (or a library initialised before the allocator) registered
-  // earlier run inside that span, after the allocator's prepare and before
-  // its parent and child handlers, and may allocate: on this thread such an
-  // allocation goes through the locks its fork holds.  Every other thread
-  // waits for them, so nobody else is inside what they guard.
+  // its handlers after fork() release them.  pthread_atfork handlers
+  // registered before the allocator's (in a program that uses it as a
+  // library: a library's constructor) run inside that span, after the
+  // allocator's prepare and before its parent and child handlers, and may
+  // allocate: on this thread such an allocation goes through the locks its
+  // fork holds.  Every other thread waits for them, so nobody else is
+  // inside what they guard.
   inline thread_local bool this_thread_holds_fork_locks = false;
 
   class SpinLock

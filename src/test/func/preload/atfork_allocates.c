@@ -1,11 +1,16 @@
-// pthread_atfork handlers that allocate, registered before the allocator's
-// own (by a library's constructor: atfork_allocates_lib.c): fork() then
-// runs their prepare handler after the allocator's has taken its locks,
-// and their parent and child handlers before the allocator's have
-// released them.  Each handler allocates small, large and zeroed blocks,
-// grows one and frees them, in every fork of a process whose other
-// threads allocate meanwhile.  A handler that waits for a lock the fork
-// holds hangs the fork: alarm() ends a stuck parent or child (SIGALRM).
+// pthread_atfork handlers registered by a library's constructor, before
+// the shim's first allocation (atfork_allocates_lib.c): some allocate,
+// some hold the library's own lock across fork(), which one of the
+// program's threads holds while it allocates.  The shim registers its own
+// handlers ahead of them (override/atfork_first.h), so that fork() takes
+// the allocator's locks after the library's prepare handlers and gives
+// them back before its parent and child handlers; registered after them,
+// the allocator's locks were held while the library's prepare handler
+// waited for its lock, held by a thread that waited in malloc for the
+// allocator's.  Each allocating handler allocates small, large and zeroed
+// blocks, grows one and frees them, in every fork of a process whose
+// other threads allocate meanwhile.  alarm() ends a stuck parent or child
+// (SIGALRM).
 #include "atfork_allocates.h"
 
 #include <pthread.h>
@@ -34,12 +39,24 @@ static void* work(void* arg)
   return NULL;
 }
 
+static void* work_under_library_lock(void* arg)
+{
+  unsigned round = (unsigned)(uintptr_t)arg;
+  while (!atomic_load_explicit(&stop, memory_order_relaxed))
+  {
+    pthread_mutex_lock(&library_lock);
+    allocate_and_free(round++);
+    pthread_mutex_unlock(&library_lock);
+  }
+  return NULL;
+}
+
 int main(void)
 {
   alarm(LIMIT_S);
   pthread_t workers[WORKERS];
   for (uintptr_t i = 0; i < WORKERS; i++)
-    if (pthread_create(&workers[i], NULL, work, (void*)(i * 7)) != 0)
+    if (pthread_create(&workers[i], NULL, i == 0 ? work_under_library_lock : work, (void*)(i * 7)) != 0)
       return 2;
   int failures = 0;
   for (int f = 0; f < FORKS; f++)

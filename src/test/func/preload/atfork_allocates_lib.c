@@ -1,8 +1,7 @@
 // The library of atfork_allocates.c: its constructor registers fork
-// handlers that allocate.  A library's constructors run before those of a
-// preloaded shim (and the shims register their handlers at their first
-// allocation or at load), so these are registered first, as by any
-// library the program links that keeps a cache across fork().
+// handlers that allocate, and handlers that hold the library's lock across
+// fork(), as a library that keeps a cache across fork() would.  A
+// library's constructors run before a preloaded shim's first allocation.
 #include "atfork_allocates.h"
 
 #include <pthread.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 atomic_int prepared, in_parent, in_child;
+pthread_mutex_t library_lock = PTHREAD_MUTEX_INITIALIZER;
 
 // Blocks of 24 bytes to 8 MiB, the size changing with each call, so that
 // the handlers reach the slabs' refills and the large-object backend.
@@ -53,8 +53,20 @@ static void child(void)
     atomic_fetch_add(&in_child, 1);
 }
 
+static void lock_library(void)
+{
+  pthread_mutex_lock(&library_lock);
+}
+
+static void unlock_library(void)
+{
+  pthread_mutex_unlock(&library_lock);
+}
+
 __attribute__((constructor)) static void register_first(void)
 {
+  if (pthread_atfork(lock_library, unlock_library, unlock_library) != 0)
+    abort();
   if (pthread_atfork(prepare, parent, child) != 0)
     abort();
 }
