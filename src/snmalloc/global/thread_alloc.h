@@ -7,6 +7,14 @@
 
 #include <pthread.h>
 
+#if defined(__GLIBC__)
+// glibc's lock of its list of stdio streams (exported, declared by no
+// header since 2.28).
+extern "C" void _IO_list_lock();
+extern "C" void _IO_list_unlock();
+extern "C" void _IO_list_resetlock();
+#endif
+
 namespace snmalloc
 {
   inline AllocPool<Alloc> alloc_pool;
@@ -50,6 +58,22 @@ namespace snmalloc
     inline constexpr ForkLock allocator_fork_lock{
       ForkLock::INNERMOST, prefork, postfork, postfork_child};
 
+    // Outermost: glibc's list of stdio streams, which fork() locks itself
+    // after the handlers (and before its own malloc's locks).  A thread
+    // holding a stream's lock may allocate (getline grows its line) while
+    // one holding the list's lock waits for that stream (fflush(NULL)), so
+    // a fork that held the allocator's locks and then waited for the list
+    // hung (a getline thread against a fflush(NULL) thread: 13 forks of 13
+    // in the plain shim).  The lock is recursive: fork() takes it again on
+    // the same thread, and resets it in the child, as this does.
+    inline void add_libc_fork_locks() noexcept
+    {
+#if defined(__GLIBC__)
+      static constexpr ForkLock stdio_list{0, _IO_list_lock, _IO_list_unlock, _IO_list_resetlock};
+      fork_locks.add(stdio_list);
+#endif
+    }
+
     // Runs from pthread's key destructors at thread exit (not for the
     // thread that calls exit(): its allocator simply stays attached).
     inline void teardown(void*) noexcept
@@ -68,6 +92,7 @@ namespace snmalloc
     {
       if (::pthread_key_create(&teardown_key, teardown) != 0)
         report_fatal("pthread_key_create failed");
+      add_libc_fork_locks();
       fork_locks.add(allocator_fork_lock);
     }
 
