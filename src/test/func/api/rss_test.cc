@@ -188,6 +188,70 @@ TEST_CASE("rss-falls-after-mixed-gib-freed", "[.]")
   check_resident_set_falls({512 * mib, 512 * mib});
 }
 
+namespace
+{
+  struct BufferThenPieces
+  {
+    size_t buffer;
+    size_t pieces;
+    size_t piece;
+  };
+
+  // A large buffer written and freed, then pieces that together need a
+  // little more than it held, each written as it comes: the resident set
+  // may grow by the larger of the buffer and the pieces, not by both the
+  // pieces and what of the freed buffer they left.  A block allocated
+  // after the buffer, above it, keeps the freed buffer from running into
+  // the free memory beyond.
+  void check_freed_buffer_not_kept_beside_fresh_memory(BufferThenPieces shape)
+  {
+    std::vector<void*> pins;
+    pins.reserve(64);
+    std::vector<void*> pieces(shape.pieces, nullptr);
+    snmalloc::trim(); // what an earlier shape freed is not resident
+    const size_t baseline = resident_bytes();
+    void* buffer = std::malloc(shape.buffer);
+    REQUIRE(buffer != nullptr);
+    auto above_buffer = [buffer](void* p) {
+      return reinterpret_cast<uintptr_t>(p) > reinterpret_cast<uintptr_t>(buffer);
+    };
+    do
+      pins.push_back(std::malloc(150000));
+    while (!above_buffer(pins.back()) && pins.size() < 64);
+    REQUIRE(above_buffer(pins.back()));
+    std::memset(buffer, 0x5a, shape.buffer);
+    std::free(buffer);
+
+    size_t peak = resident_bytes();
+    for (void*& p : pieces)
+    {
+      p = std::malloc(shape.piece);
+      REQUIRE(p != nullptr);
+      std::memset(p, 0xa5, shape.piece);
+      peak = std::max(peak, resident_bytes());
+    }
+    const size_t allowed = std::max(shape.buffer, shape.pieces * shape.piece) + 8 * mib;
+    INFO("buffer " << shape.buffer << ", " << shape.pieces << " pieces of " << shape.piece
+                   << ": grew " << (peak - baseline) / mib << " MiB, at most "
+                   << allowed / mib << " allowed");
+    CHECK(peak - baseline <= allowed);
+    for (void* p : pieces)
+      std::free(p);
+    for (void* p : pins)
+      std::free(p);
+  }
+}
+
+// GNU sort's buffer (200 MiB, freed) and merge buffers (four of 50 MiB and
+// 32 bytes), and other shapes of it.
+TEST_CASE("rss-freed-buffer-not-kept-beside-fresh-memory", "[.]")
+{
+  check_freed_buffer_not_kept_beside_fresh_memory({(size_t(200) << 20) - 32, 4, (size_t(50) << 20) + 32});
+  check_freed_buffer_not_kept_beside_fresh_memory({size_t(96) << 20, 3, (size_t(32) << 20) + 4096});
+  check_freed_buffer_not_kept_beside_fresh_memory({size_t(64) << 20, 2, size_t(40) << 20});
+  check_freed_buffer_not_kept_beside_fresh_memory({size_t(48) << 20, 5, (size_t(10) << 20) + 100});
+}
+
 // Memory freed within a decay period is used again before memory whose
 // pages a decay returned, which would fault them back: the backend's
 // blocks, freed in two sets a period apart, then a decay (that returns the
