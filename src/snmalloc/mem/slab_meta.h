@@ -110,7 +110,7 @@ namespace snmalloc
     {
       if (as == SlabState::Watched)
         return capacity;
-      uint32_t out = as != SlabState::Awake ? capacity - wake_threshold + counted : counted;
+      uint32_t out = is_sleeping(as) ? capacity - wake_threshold + counted : counted;
       return out < capacity ? out : capacity;
     }
 
@@ -364,7 +364,7 @@ namespace snmalloc
 
     bool sleeping() const
     {
-      return state != SlabState::Awake;
+      return is_sleeping(state);
     }
 
     // Every object is out (see mem/slab_state.h for the states).

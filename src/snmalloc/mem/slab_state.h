@@ -38,6 +38,13 @@ namespace snmalloc
     Dozing
   };
 
+  // Every state but Awake: the slab is on no available list, and `needed`
+  // counts the frees to its next event, not the objects out.
+  constexpr bool is_sleeping(SlabState state)
+  {
+    return state != SlabState::Awake;
+  }
+
   // How a slab of a class falls asleep: Watched while the class grows, else
   // Asleep until its wake threshold.  Its owner keeps one per class, so
   // that a refill copies it and tests nothing.
