@@ -62,7 +62,7 @@ namespace snmalloc
     SlabList available_[NUM_SMALL_CLASSES];
     // Per class, sleeping slabs with objects freed (mem/slab_lists.h).
     DozingSlabs dozing_[NUM_SMALL_CLASSES];
-    // Per class: how its slabs fall asleep (mem/slab_meta.h), watched from
+    // Per class: how its slabs fall asleep (mem/slab_state.h), watched from
     // a new slab on, until GROWING_WAKES slabs have woken at their
     // threshold since.  (Until the first such wake, a heap replacing its
     // objects at random grew by 11%, as when none is watched; by 1% so:
@@ -212,7 +212,7 @@ namespace snmalloc
     }
 
     // A refill found no awake slab of `sc`: wake the oldest ready dozing
-    // ones (mem/slab_meta.h), as many as hold a threshold's worth of
+    // ones (mem/slab_state.h), as many as hold a threshold's worth of
     // frees, before the heap grows by a new slab (nullptr if memory is
     // exhausted).  The refills after this one take them as awake slabs,
     // on the usual path (one at a time, perf-peak-growth took 1.6% more

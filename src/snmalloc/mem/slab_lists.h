@@ -1,7 +1,7 @@
 #pragma once
 // Layer mem: the lists an allocator keeps its slabs on, linked through the
 // slabs' descriptors: the awake slabs of a class, and its dozing ones
-// (the states are described at the top of slab_meta.h).
+// (the states are described at the top of slab_state.h).
 
 #include "slab_meta.h"
 

@@ -5,72 +5,26 @@
 // at its end never handed out, not linked yet, so their pages are not
 // touched before they are needed.  Refill takes the whole list at once, with
 // the next step of untouched objects linked in, and puts the slab to sleep
-// once none is left untouched: it is on no list, and `needed` counts down
-// the frees to its next event (SlabState):
-//   Awake:   on its class's available list; `needed` counts the objects
-//            still out, so that reaching zero means the slab is entirely
-//            free and can be released
-//            free objects = capacity - needed        (untouched included)
-//   Asleep:  wakes after wake_threshold frees
-//            free objects = wake_threshold - needed  (untouched = 0)
-//   Watched: none free, needed = 1: its first free makes it Dozing
-//   Dozing:  on its class's dozing queue, as Asleep otherwise; a refill
-//            that finds no awake slab may wake it early
-// Waking at the threshold, not at every free, keeps refills few and their
-// batches large.  A slab falls asleep Watched while its class grows (its
-// allocator took a new slab within the class's last 16 threshold wakes):
-// then a heap that frees a little in many slabs reuses those objects
-// rather than grow (freeing every fifth 64-byte object of 256 MiB, then
-// allocating as many again: +51 MiB of resident memory with every slab
-// Asleep, +0 so, as glibc, jemalloc, mimalloc and tcmalloc).  Not watched
-// while the class holds steady, when its slabs wake at their threshold:
-// watching them all, perf-random-replace's slabs needed two calls of the
-// slow path a sleep instead of one (+3.6% instructions).
+// once none is left untouched; `needed` counts down the frees to its next
+// event, as its state says (mem/slab_state.h).
 // A double free pushes an object already on the list: the second push closes
 // a cycle through the first, and the counter runs ahead of the objects.
 // Where that is seen costs the fast paths nothing: a whole-slab release
-// reads the list (check_free_list), and refill finds `needed` wrapped past
-// capacity when a slab already all free was freed into again.  A wake
-// walks nothing: counting the list there touched each freed object cold
-// (1.65 M of perf-random-replace's 12.2 M first-level misses).
+// reads the list (check_free_list, mem/free_list_check.h), and refill finds
+// `needed` wrapped past capacity when a slab already all free was freed
+// into again.  A wake walks nothing: counting the list there touched each
+// freed object cold (1.65 M of perf-random-replace's 12.2 M first-level
+// misses).
 
 #include "../backend/backend.h"
 #include "bad_free.h"
 #include "free_bits.h"
+#include "slab_state.h"
 
 #include <type_traits>
-#include <utility>
 
 namespace snmalloc
 {
-  // See the top of this file.
-  enum class SlabState : uint8_t
-  {
-    Awake,
-    Asleep,
-    Watched,
-    Dozing
-  };
-
-  // How a slab of a class falls asleep: Watched while the class grows, else
-  // Asleep until its wake threshold.  Its owner keeps one per class, so
-  // that a refill copies it and tests nothing.
-  struct SleepPlan
-  {
-    uint32_t needed;
-    SlabState state;
-
-    static SleepPlan watched()
-    {
-      return {1, SlabState::Watched};
-    }
-
-    static constexpr SleepPlan until_threshold(sizeclass_t sc)
-    {
-      return {sizeclasses.wake_threshold[sc], SlabState::Asleep};
-    }
-  };
-
   static_assert(NUM_SMALL_CLASSES <= 256, "SlabMeta::owner_sizeclass is a byte");
   static_assert(MAX_CAPACITY < 65536, "SlabMeta's counts of objects are 16 bits");
 
@@ -156,7 +110,7 @@ namespace snmalloc
     {
       if (as == SlabState::Watched)
         return capacity;
-      uint32_t out = as != SlabState::Awake ? capacity - wake_threshold + counted : counted;
+      uint32_t out = is_sleeping(as) ? capacity - wake_threshold + counted : counted;
       return out < capacity ? out : capacity;
     }
 
@@ -171,8 +125,9 @@ namespace snmalloc
     }
 
     // Objects not free: neither on the list nor untouched (see the top of
-    // this file).  Owner only.  A counter run past capacity by a double
-    // free reads as a full slab.
+    // this file, and mem/slab_state.h for what `needed` counts in each
+    // state).  Owner only.  A counter run past capacity by a double free
+    // reads as a full slab.
     uint32_t objects_out() const
     {
       return objects_out_of(owner_capacity, state, owner_wake_threshold, needed);
@@ -210,81 +165,12 @@ namespace snmalloc
       return object_starts_at(offset, start_multiplier, start_bound);
     }
 
-    // The free list must hold each of the slab's `expected` touched objects
-    // (its first ones; the rest are untouched) once.  Read in address order,
-    // not along the list: a slab freed in random order over a large heap is
-    // a chain of cache misses along its list, where loads in address order
-    // overlap (perf-peak-growth frees its 1.75 M blocks at the end: 770 k of
-    // its 6.4 M last-level read misses in callgrind's model were this walk
-    // along the list).  The list's head and the objects' links are expected
-    // + 1 pointers: if each is null or one of those objects, and none names
-    // an object another named nor a second null, each object is named once
-    // and one is last.  Pushes that repeat an object (a double free) always
-    // leave some object named twice, by the head or by the links of the
-    // objects pushed after each of its pushes (checked exhaustively for
-    // every sequence of up to 7 pushes); a link overwritten after its free
-    // names another object twice or a second null.  report_free_list then
-    // walks the list to name the culprit.
-    SNMALLOC_SLOW_PATH void check_free_list(uint32_t expected) const
-    {
-      // How many of the pointers named each object so far (0 or 1).
-      uint8_t named[MAX_CAPACITY];
-      for (uint32_t i = 0; i < expected; i++)
-        named[i] = 0;
-      const uintptr_t base = owner_base;
-      const sizeclass_t sc = owner_sizeclass;
-      bool ended = false;
-      // Whether f, one of the expected + 1 pointers, names what no other
-      // did.  (An offset past the slab, below it too, has an index past
-      // `expected`.)
-      auto name_once = [&](const FreeObject* f) {
-        if (f == nullptr)
-          return !std::exchange(ended, true);
-        SlabPosition at = position_in_slab(reinterpret_cast<uintptr_t>(f) - base, sc);
-        if (!at.at_start || at.index >= expected || named[at.index] != 0)
-          return false;
-        named[at.index] = 1;
-        return true;
-      };
-      if (SNMALLOC_UNLIKELY(!name_once(free)))
-        report_free_list(expected);
-      size_t size = sizeclass_to_size(sc);
-      for (uint32_t i = 0; i < expected; i++)
-      {
-        const FreeObject* object = FreeObject::from(reinterpret_cast<void*>(base + i * size));
-        if (SNMALLOC_UNLIKELY(!name_once(object->next_relaxed())))
-          report_free_list(expected);
-      }
-    }
-
-    // check_free_list failed: report the first object of the list that is
-    // not one of `expected` distinct object starts of this slab: met twice
-    // (double free), not at an object start (a local interior free), or
-    // outside the slab (a link written after its object was freed); an
-    // "object" in the slack past the last one is an interior pointer.  One
-    // step past `expected`, so that a list one longer, through a double
-    // free, shows its repeated object.
-    [[noreturn]] SNMALLOC_SLOW_PATH void report_free_list(uint32_t expected) const
-    {
-      uint64_t seen[MAX_CAPACITY / 64] = {};
-      size_t size = sizeclass_to_size(sizeclass);
-      const FreeObject* f = free;
-      uint32_t n = 0;
-      for (; n <= expected && f != nullptr; n++, f = f->next_relaxed())
-      {
-        uintptr_t offset = reinterpret_cast<uintptr_t>(f) - base;
-        if (offset >= slab_size())
-          report_fatal_at("free list corrupted (write after free?) at", f);
-        size_t index = offset / size;
-        if (offset % size != 0 || index >= sizeclasses.capacity[sizeclass])
-          report_bad_free(BadFree::Interior, f);
-        uint64_t bit = uint64_t(1) << (index % 64);
-        if ((seen[index / 64] & bit) != 0)
-          report_bad_free(BadFree::DoubleFree, f);
-        seen[index / 64] |= bit;
-      }
-      report_fatal_at("free list corrupted (write after free?) in slab", reinterpret_cast<void*>(base));
-    }
+    // The free list must hold each of the slab's `expected` touched
+    // objects (its first ones; the rest are untouched) once, else
+    // report_free_list names the object at fault and stops.  Both are
+    // defined in mem/free_list_check.h, included after this class.
+    SNMALLOC_SLOW_PATH inline void check_free_list(uint32_t expected) const;
+    [[noreturn]] SNMALLOC_SLOW_PATH inline void report_free_list(uint32_t expected) const;
 
     // The index of the object at p (an object start) in the slab.
     SNMALLOC_FAST_PATH size_t index_of(const void* p) const
@@ -478,10 +364,10 @@ namespace snmalloc
 
     bool sleeping() const
     {
-      return state != SlabState::Awake;
+      return is_sleeping(state);
     }
 
-    // Every object is out (see the top of this file for the states).
+    // Every object is out (see mem/slab_state.h for the states).
     SNMALLOC_FAST_PATH void fall_asleep(SleepPlan plan)
     {
       state = plan.state;
@@ -546,3 +432,6 @@ namespace snmalloc
     }
   };
 } // namespace snmalloc
+
+// SlabMeta::check_free_list and report_free_list, which need the whole class.
+#include "free_list_check.h"

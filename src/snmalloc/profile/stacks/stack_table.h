@@ -205,8 +205,12 @@ namespace snmalloc::profile
           return e == nullptr ? 0 : new_site(e, object_size, requested_size, labels);
         },
         os_bytes_);
-      if (word != 0 && site(word - 1).requested_size != requested_size)
-        site(word - 1).requested_size = 0;
+      if (word != 0)
+      {
+        SiteEntry& s = site(word - 1);
+        if (s.requested_size != requested_size)
+          s.requested_size = 0;
+      }
       return word;
     }
 
