@@ -12,6 +12,7 @@
 // other threads allocate meanwhile.  alarm() ends a stuck parent or child
 // (SIGALRM).
 #include "atfork_allocates.h"
+#include "fork_children.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 enum
 {
@@ -51,6 +50,13 @@ static void* work_under_library_lock(void* arg)
   return NULL;
 }
 
+// The child handler ran once in this process, before fork returned.
+static int child_checks(int round)
+{
+  (void)round;
+  return atomic_load(&in_child) == 1 && allocate_and_free(11) ? 0 : 1;
+}
+
 int main(void)
 {
   alarm(LIMIT_S);
@@ -58,25 +64,9 @@ int main(void)
   for (uintptr_t i = 0; i < WORKERS; i++)
     if (pthread_create(&workers[i], NULL, i == 0 ? work_under_library_lock : work, (void*)(i * 7)) != 0)
       return 2;
-  int failures = 0;
-  for (int f = 0; f < FORKS; f++)
-  {
-    pid_t pid = fork();
-    if (pid < 0)
-      return 3;
-    if (pid == 0)
-    {
-      alarm(LIMIT_S);
-      // The child handler ran once in this process, before fork returned.
-      _exit(atomic_load(&in_child) == 1 && allocate_and_free(11) ? 0 : 1);
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    {
-      fprintf(stderr, "fork %d: child status %#x\n", f, status);
-      failures++;
-    }
-  }
+  int failures = fork_children(FORKS, LIMIT_S, child_checks);
+  if (failures < 0)
+    return 3;
   atomic_store(&stop, 1);
   for (int i = 0; i < WORKERS; i++)
     pthread_join(workers[i], NULL);

@@ -8,13 +8,13 @@
 // writes through stdio (a new stream, so the list) and checks what it
 // wrote.  alarm() ends a stuck parent or child (SIGALRM).
 #define _GNU_SOURCE
+#include "fork_children.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 enum
 {
@@ -102,24 +102,9 @@ int main(void)
   if (pthread_create(&reader, NULL, read_lines, NULL) != 0 ||
       pthread_create(&flusher, NULL, flush_all, NULL) != 0)
     return 2;
-  int failures = 0;
-  for (int f = 0; f < FORKS; f++)
-  {
-    pid_t pid = fork();
-    if (pid < 0)
-      return 3;
-    if (pid == 0)
-    {
-      alarm(LIMIT_S);
-      _exit(child_writes(f));
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    {
-      fprintf(stderr, "fork %d: child status %#x\n", f, status);
-      failures++;
-    }
-  }
+  int failures = fork_children(FORKS, LIMIT_S, child_writes);
+  if (failures < 0)
+    return 3;
   atomic_store(&stop, 1);
   pthread_join(reader, NULL);
   pthread_join(flusher, NULL);
