@@ -8,8 +8,9 @@
 // largest that the system grants, from 16 TiB down to 192 MiB: a normal
 // Linux process gets 16 TiB of address space (a 16 GiB lazily committed
 // pagemap); under valgrind, which refuses reservations of 64 GiB or more,
-// the arena shrinks to 48 GiB; under an RLIMIT_AS set before start, to
-// half of what the rest of the process leaves.
+// the arena shrinks to 48 GiB.  Under an RLIMIT_AS set before start, where
+// every mapping counts, reserved or not, the arena holds only what its
+// frontier has reached and takes the rest as it advances (reserve_growing).
 
 #include "../ds/ds.h"
 
@@ -34,58 +35,127 @@ namespace snmalloc
     static constexpr size_t COMMIT_STEP = size_t(64) << 20;
 
     uintptr_t committed_end_ = 0;
+    // The end of the address space held: the whole arena, or under
+    // RLIMIT_AS the part the frontier has reached.
+    uintptr_t reserved_end_ = 0;
 
-    // The arena at `size` bytes, its base aligned to the largest power of
-    // two in it up to 2^BASE_ALIGN_BITS, and its pagemap.
-    bool reserve(size_t size) noexcept
+    static size_t base_align(size_t size) noexcept
     {
-      size_t align_bits = bits::log2_floor(size);
-      if (align_bits > BASE_ALIGN_BITS)
-        align_bits = BASE_ALIGN_BITS;
-      void* base = Pal::reserve_aligned(size, size_t(1) << align_bits);
-      if (base == nullptr)
-        return false;
+      size_t bits = bits::log2_floor(size);
+      return size_t(1) << (bits < BASE_ALIGN_BITS ? bits : BASE_ALIGN_BITS);
+    }
+
+    // The pagemap of an arena of `size` bytes at `base`, of which the
+    // first `held` bytes are reserved.
+    bool map_pagemap(void* base, size_t size, size_t held) noexcept
+    {
       size_t map_bytes = (size >> config::CHUNK_BITS) * sizeof(PagemapEntry);
       void* map = Pal::reserve_lazy_rw(map_bytes);
       if (map == nullptr)
       {
-        ::munmap(base, size);
+        ::munmap(base, held);
         return false;
       }
       pagemap.entries = static_cast<PagemapEntry*>(map);
       pagemap.base = reinterpret_cast<uintptr_t>(base);
       committed_end_ = pagemap.base;
+      reserved_end_ = pagemap.base + held;
       pagemap.size = size;
       return true;
     }
 
-  public:
-    // Reserve the arena and pagemap; false if the system gives neither.
-    // Sizes go down by a power of two and three quarters of it.  Under
-    // RLIMIT_AS the arena takes at most half of what the rest of the
-    // process leaves, the other half for thread stacks, libraries and files
-    // mapped later (under `ulimit -v 1048576`: 384 MiB, and 79 threads of
-    // 8 MiB stacks could start, 127 under glibc's malloc; taking what it
-    // could, 768 MiB, left room for 31).  errno is left as it was: the
-    // reservations that failed set it, and the malloc that called this
-    // succeeds.
-    bool init() noexcept
+    // The arena at `size` bytes, its base aligned to the largest power of
+    // two in it up to 2^BASE_ALIGN_BITS, and its pagemap.
+    bool reserve(size_t size) noexcept
     {
+      void* base = Pal::reserve_aligned(size, base_align(size));
+      return base != nullptr && map_pagemap(base, size, size);
+    }
+
+    // Under RLIMIT_AS: an arena of `size` bytes of which only the first
+    // step is reserved now, the rest taken as the frontier reaches it
+    // (ensure_committed), so that the heap and the process's own mappings
+    // (thread stacks, libraries, files) share the limit as under glibc's
+    // malloc.  Reserving half of what the limit left, 384 MiB under
+    // `ulimit -v 1048576`, had made malloc fail with 40% of it in use.  The
+    // arena lies below the lowest mapping by twice what the limit leaves:
+    // the kernel places mappings top down, and those of the rest of the
+    // process, which the limit bounds, stay above it; if one does land in
+    // its way, MAP_FIXED_NOREPLACE refuses and the heap is out of memory.
+    bool reserve_growing(size_t size, size_t left) noexcept
+    {
+      void* probe = Pal::reserve(Pal::PAGE_SIZE);
+      if (probe == nullptr)
+        return false;
+      ::munmap(probe, Pal::PAGE_SIZE);
+      uintptr_t lowest = reinterpret_cast<uintptr_t>(probe);
+      size_t align = base_align(size);
+      if (left > lowest / 4 || lowest - 2 * left < size + align)
+        return false;
+      uintptr_t base = (lowest - 2 * left - size) & ~(align - 1);
+      size_t first = size < COMMIT_STEP ? size : COMMIT_STEP;
+      void* held = Pal::reserve_at(base, first);
+      return held != nullptr && map_pagemap(held, size, first);
+    }
+
+    // Reserve the arena up to `end` (within it): the next step, or just what
+    // `end` needs when the limit leaves less than a step.
+    bool ensure_reserved(uintptr_t end, uintptr_t step_end) noexcept
+    {
+      if (end <= reserved_end_)
+        return true;
       int saved_errno = errno;
-      size_t bound = Pal::address_space_left() / 2;
+      for (uintptr_t want : {step_end, bits::align_up(end, Pal::PAGE_SIZE)})
+      {
+        if (Pal::reserve_at(reserved_end_, want - reserved_end_) != nullptr)
+        {
+          reserved_end_ = want;
+          errno = saved_errno;
+          return true;
+        }
+      }
+      return false;
+    }
+
+    // The largest size within `bound` (at the least the smallest) that
+    // `try_size` places.
+    template<typename TrySize>
+    static bool reserve_within(size_t bound, TrySize try_size) noexcept
+    {
       constexpr size_t smallest = size_t(3) << (MIN_BITS - 2);
       for (size_t b = MAX_BITS; b >= MIN_BITS; b--)
       {
         for (size_t size : {size_t(1) << b, size_t(3) << (b - 2)})
         {
-          if ((size <= bound || size == smallest) && reserve(size))
-          {
-            errno = saved_errno;
+          if ((size <= bound || size == smallest) && try_size(size))
             return true;
-          }
         }
       }
       return false;
+    }
+
+  public:
+    // Reserve the arena and pagemap; false if the system gives neither.
+    // Sizes go down by a power of two and three quarters of it.  Under
+    // RLIMIT_AS the arena is reserved as it grows, and sized to hold all
+    // that the rest of the process leaves (at most twice that: its pagemap,
+    // reserved whole, is a 1,024th of it); where it cannot be placed so, it
+    // is reserved whole at half of what is left, the other half for thread
+    // stacks, libraries and files mapped later.  errno is left as it was:
+    // the reservations that failed set it, and the malloc that called this
+    // succeeds.
+    bool init() noexcept
+    {
+      int saved_errno = errno;
+      size_t left = Pal::address_space_left();
+      bool limited = left != SIZE_MAX;
+      bool placed = (limited && left < SIZE_MAX / 2 && reserve_within(2 * left, [&](size_t size) {
+                       return reserve_growing(size, left);
+                     })) ||
+        reserve_within(limited ? left / 2 : left, [&](size_t size) { return reserve(size); });
+      if (placed)
+        errno = saved_errno;
+      return placed;
     }
 
     // Make the arena accessible up to `end` if it is not yet.  The checks
@@ -93,14 +163,19 @@ namespace snmalloc
     // as it hands it out, so that never-used memory faults.
     bool ensure_committed(uintptr_t end) noexcept
     {
-      if (config::checks || end <= committed_end_)
+      if (end <= committed_end_)
         return true;
       uintptr_t new_end = bits::align_up(end, COMMIT_STEP);
       uintptr_t arena_end = pagemap.base + pagemap.size;
       if (new_end > arena_end)
         new_end = arena_end;
-      if (!Pal::commit(
-            reinterpret_cast<void*>(committed_end_), new_end - committed_end_))
+      if (!ensure_reserved(end, new_end))
+        return false;
+      if (new_end > reserved_end_)
+        new_end = reserved_end_;
+      if (
+        !config::checks &&
+        !Pal::commit(reinterpret_cast<void*>(committed_end_), new_end - committed_end_))
         return false;
       committed_end_ = new_end;
       return true;

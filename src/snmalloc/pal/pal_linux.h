@@ -175,6 +175,19 @@ namespace snmalloc
       return map_reserved(nullptr, size, 0);
     }
 
+    // As reserve, at exactly `at`, if nothing is mapped there yet.
+    static void* reserve_at(uintptr_t at, size_t size) noexcept
+    {
+      void* wanted = reinterpret_cast<void*>(at);
+      void* p = map_reserved(wanted, size, MAP_FIXED_NOREPLACE);
+      if (p == wanted)
+        return p;
+      // A kernel before 4.17 takes the address as a hint only.
+      if (p != nullptr)
+        ::munmap(p, size);
+      return nullptr;
+    }
+
     // Address space the process may still map under RLIMIT_AS: the limit
     // less its size now (/proc/self/statm, read without allocating);
     // SIZE_MAX with no limit, or if the size cannot be read.
@@ -376,19 +389,6 @@ namespace snmalloc
       void* p = ::mmap(
         hint, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags, -1, 0);
       return p == MAP_FAILED ? nullptr : p;
-    }
-
-    // As reserve, at exactly `at`, if nothing is mapped there yet.
-    static void* reserve_at(uintptr_t at, size_t size) noexcept
-    {
-      void* wanted = reinterpret_cast<void*>(at);
-      void* p = map_reserved(wanted, size, MAP_FIXED_NOREPLACE);
-      if (p == wanted)
-        return p;
-      // A kernel before 4.17 takes the address as a hint only.
-      if (p != nullptr)
-        ::munmap(p, size);
-      return nullptr;
     }
   };
 } // namespace snmalloc

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <sys/mman.h>
 
 namespace snmalloc_test
 {
@@ -26,4 +27,32 @@ namespace snmalloc_test
     }
     return count;
   }
+
+  // Address space kept from the allocator while a test exhausts it under
+  // RLIMIT_AS, where the heap takes all that the limit leaves, as glibc's
+  // malloc does: given back afterwards, it is room for thread stacks that
+  // the test starts then.
+  class AddressSpaceSlack
+  {
+    void* base_;
+    size_t bytes_;
+
+  public:
+    explicit AddressSpaceSlack(size_t bytes)
+    : base_(::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)),
+      bytes_(bytes)
+    {}
+
+    bool held() const
+    {
+      return base_ != MAP_FAILED;
+    }
+
+    void give_back()
+    {
+      if (held())
+        ::munmap(base_, bytes_);
+      base_ = MAP_FAILED;
+    }
+  };
 } // namespace snmalloc_test

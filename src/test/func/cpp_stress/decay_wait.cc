@@ -3,8 +3,7 @@
 // its madvise calls, and a request that finds no block meanwhile must wait
 // for them to come back, not fail with ENOMEM.
 //
-// The program re-executes itself under RLIMIT_AS, so that the arena is
-// small (1 GiB: half of what the rest of the process leaves) and can be
+// The program re-executes itself under RLIMIT_AS, so that the heap can be
 // filled.  It holds one block X of 320 MiB, written so that its pages are
 // resident, and fills the rest of the arena with blocks it never touches.
 // Each round frees X (past the 256 MiB limit of free resident memory, so
@@ -30,9 +29,10 @@ namespace
   constexpr size_t MiB = size_t(1) << 20;
   constexpr size_t X_BYTES = 320 * MiB;
   constexpr size_t REQUEST_BYTES = 200 * MiB;
-  // An arena of 1 GiB, not the next size (1.5 GiB), for a process of a few
-  // tens of MiB.
+  // The heap takes what the limit leaves: 2.5 GiB less a process of a few
+  // tens of MiB and the slack.
   constexpr rlim_t LIMIT = rlim_t(2560) * MiB;
+  constexpr size_t SLACK_BYTES = 96 * MiB;
   constexpr int ROUNDS = 40;
   constexpr int ROUNDS_IN_FLIGHT_WANTED = 5;
 
@@ -53,14 +53,17 @@ namespace
       return 2;
     }
     std::memset(x, 1, X_BYTES);
-    // Every block there is, from 512 MiB down to one chunk, never freed.
+    // Every block there is, from 512 MiB down to one chunk, never freed;
+    // then room for the rounds' threads, less than the request.
+    snmalloc_test::AddressSpaceSlack slack(SLACK_BYTES);
     snmalloc_test::exhaust(held, sizeof(held) / sizeof(held[0]), 512 * MiB, size_t(16) << 10,
       [](size_t size) { return snmalloc::alloc(size); });
-    if (snmalloc::alloc(REQUEST_BYTES) != nullptr)
+    if (!slack.held() || snmalloc::alloc(REQUEST_BYTES) != nullptr)
     {
       std::fprintf(stderr, "decay_wait: the arena is not full\n");
       return 2;
     }
+    slack.give_back();
     int in_flight = 0;
     int failures = 0;
     for (int round = 0; round < ROUNDS && in_flight < ROUNDS_IN_FLIGHT_WANTED; round++)
