@@ -218,8 +218,8 @@ namespace
 // An address-space limit set before start: the heap holds only the address
 // space it has used, so that 48 threads' stacks (384 MiB of 1 GiB) can be
 // mapped first, and then takes nearly all the limit leaves, as glibc's
-// malloc does (an arena reserved whole had taken half, 384 MiB, and 767 MiB
-// without the threads).  16 KiB blocks, slab objects, cost the checks build
+// malloc does (an arena reserved whole had taken half, 384 MiB, threads or
+// none).  16 KiB blocks, slab objects, cost the checks build
 // no guard pages.
 TEST_CASE("under a small address-space limit (child)", "[.oom]")
 {
