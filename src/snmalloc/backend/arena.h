@@ -53,7 +53,8 @@ namespace snmalloc
       void* map = Pal::reserve_lazy_rw(map_bytes);
       if (map == nullptr)
       {
-        ::munmap(base, held);
+        if (held != 0)
+          ::munmap(base, held);
         return false;
       }
       pagemap.entries = static_cast<PagemapEntry*>(map);
@@ -72,8 +73,8 @@ namespace snmalloc
       return base != nullptr && map_pagemap(base, size, size);
     }
 
-    // Under RLIMIT_AS: an arena of `size` bytes of which only the first
-    // step is reserved now, the rest taken as the frontier reaches it
+    // Under RLIMIT_AS: an arena of `size` bytes of which nothing is
+    // reserved yet, its address space taken as the frontier reaches it
     // (ensure_committed), so that the heap and the process's own mappings
     // (thread stacks, libraries, files) share the limit as under glibc's
     // malloc.  Reserving half of what the limit left, 384 MiB under
@@ -82,6 +83,8 @@ namespace snmalloc
     // the kernel places mappings top down, and those of the rest of the
     // process, which the limit bounds, stay above it; if one does land in
     // its way, MAP_FIXED_NOREPLACE refuses and the heap is out of memory.
+    // Its range must be free now: under a limit of 13-17 TiB it had
+    // reached down to the executable, and the heap stopped there.
     bool reserve_growing(size_t size, size_t left) noexcept
     {
       void* probe = Pal::reserve(Pal::PAGE_SIZE);
@@ -93,28 +96,45 @@ namespace snmalloc
       if (left > lowest / 4 || lowest - 2 * left < size + align)
         return false;
       uintptr_t base = (lowest - 2 * left - size) & ~(align - 1);
-      size_t first = size < COMMIT_STEP ? size : COMMIT_STEP;
-      void* held = Pal::reserve_at(base, first);
-      return held != nullptr && map_pagemap(held, size, first);
+      return nothing_mapped(base, base + size, left / 2) &&
+        map_pagemap(reinterpret_cast<void*>(base), size, 0);
+    }
+
+    // Whether nothing is mapped in [start, end), reserved piece by piece
+    // (each within what the limit leaves) and given back at once.
+    static bool nothing_mapped(uintptr_t start, uintptr_t end, size_t piece) noexcept
+    {
+      piece = bits::align_up(piece, Pal::PAGE_SIZE);
+      for (uintptr_t at = start; at < end; at += piece)
+      {
+        size_t bytes = end - at < piece ? end - at : piece;
+        void* p = Pal::reserve_at(at, bytes);
+        if (p == nullptr)
+          return false;
+        ::munmap(p, bytes);
+      }
+      return true;
     }
 
     // Reserve the arena up to `end` (within it): the next step, or just what
-    // `end` needs when the limit leaves less than a step.
+    // `end` needs when the limit leaves less than a step.  errno is left as
+    // it was: a caller that fails sets ENOMEM, one that finds room another
+    // way succeeds.
     bool ensure_reserved(uintptr_t end, uintptr_t step_end) noexcept
     {
       if (end <= reserved_end_)
         return true;
       int saved_errno = errno;
-      for (uintptr_t want : {step_end, bits::align_up(end, Pal::PAGE_SIZE)})
-      {
-        if (Pal::reserve_at(reserved_end_, want - reserved_end_) != nullptr)
-        {
-          reserved_end_ = want;
-          errno = saved_errno;
-          return true;
-        }
-      }
-      return false;
+      auto reserve_to = [&](uintptr_t want) {
+        if (Pal::reserve_at(reserved_end_, want - reserved_end_) == nullptr)
+          return false;
+        reserved_end_ = want;
+        return true;
+      };
+      uintptr_t exact = bits::align_up(end, Pal::PAGE_SIZE);
+      bool reserved = reserve_to(step_end) || (exact < step_end && reserve_to(exact));
+      errno = saved_errno;
+      return reserved;
     }
 
     // The largest size within `bound` (at the least the smallest) that

@@ -17,6 +17,7 @@
 #include <snmalloc/snmalloc_stats.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,19 @@
 extern "C" uint64_t snmalloc_profile_samples_dropped(void) __attribute__((weak));
 
 using snmalloc_test::hide;
+
+namespace
+{
+  // What a re-executed child does before it runs: RLIMIT_AS at `bytes`.
+  auto limit_address_space(rlim_t bytes)
+  {
+    return [bytes] {
+      rlimit limit{bytes, bytes};
+      if (::setrlimit(RLIMIT_AS, &limit) != 0)
+        ::_exit(126);
+    };
+  }
+} // namespace
 
 namespace
 {
@@ -179,11 +193,8 @@ TEST_CASE("out of memory (child)", "[.oom]")
 
 TEST_CASE("every entry point fails cleanly when memory runs out", "[oom]")
 {
-  CHECK(snmalloc_test::reexec_ran_clean("out of memory (child)", [] {
-    rlimit limit{LIMIT, LIMIT};
-    if (::setrlimit(RLIMIT_AS, &limit) != 0)
-      ::_exit(126);
-  }));
+  CHECK(snmalloc_test::reexec_ran_clean(
+    "out of memory (child)", limit_address_space(LIMIT)));
 }
 
 namespace
@@ -269,11 +280,90 @@ TEST_CASE("a small address-space limit leaves room for the heap", "[oom]")
   // (cmake/toolchains/qemu-aarch64-run.sh), which such a limit refuses.
   if (std::getenv("SNMALLOC_TEST_EMULATOR") != nullptr)
     return;
-  CHECK(snmalloc_test::reexec_ran_clean("under a small address-space limit (child)", [] {
-    rlimit limit{SMALL_LIMIT, SMALL_LIMIT};
-    if (::setrlimit(RLIMIT_AS, &limit) != 0)
-      ::_exit(126);
-  }));
+  CHECK(snmalloc_test::reexec_ran_clean(
+    "under a small address-space limit (child)", limit_address_space(SMALL_LIMIT)));
+}
+
+namespace
+{
+  // A limit that leaves the heap tens of MiB: below the smallest arena
+  // reserved whole (192 MiB), where every malloc had failed.
+  constexpr rlim_t TINY_LIMIT = rlim_t(128) << 20;
+
+  // Address space mapped (inaccessible) until the limit refuses a page.
+  size_t take_all_address_space()
+  {
+    size_t taken = 0;
+    for (size_t size = size_t(1) << 30; size >= 4096; size /= 2)
+    {
+      int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+      while (::mmap(nullptr, size, PROT_NONE, flags, -1, 0) != MAP_FAILED)
+        taken += size;
+    }
+    return taken;
+  }
+} // namespace
+
+TEST_CASE("under a tiny address-space limit (child)", "[.oom]")
+{
+  size_t count = 0;
+  while (count < sizeof(held) / sizeof(held[0]))
+  {
+    auto* p = static_cast<unsigned char*>(std::malloc(BLOCK));
+    if (p == nullptr)
+      break;
+    p[0] = 1;
+    held[count++] = p;
+  }
+  INFO(count << " blocks of 16 KiB under a limit of " << (TINY_LIMIT >> 20) << " MiB");
+  bool enough = count * BLOCK >= TINY_LIMIT / 4;
+  for (size_t i = 0; i < count; i++)
+    std::free(held[i]);
+  CHECK(enough);
+  if (enough)
+    ::_exit(snmalloc_test::RAN_CLEAN);
+}
+
+// What the arena cannot reserve, a free range inside it still serves, and
+// the call that succeeds so leaves errno as it was: a realloc moved into
+// the gap a freed block left, once nothing can be mapped.
+TEST_CASE("a call served beside a failed reservation leaves errno (child)", "[.oom]")
+{
+  constexpr size_t MiB = size_t(1) << 20;
+  void* gap = std::malloc(100 * MiB);
+  auto* p = static_cast<unsigned char*>(std::malloc(8 * MiB));
+  REQUIRE(gap != nullptr);
+  REQUIRE(p != nullptr);
+  std::memset(p, 7, 8 * MiB);
+  std::free(gap);
+  REQUIRE(take_all_address_space() > 0);
+  errno = 0;
+  auto* q = static_cast<unsigned char*>(std::realloc(p, 60 * MiB));
+  int realloc_errno = errno;
+  REQUIRE(q != nullptr);
+  CHECK(realloc_errno == 0);
+  bool kept = q[0] == 7 && q[8 * MiB - 1] == 7;
+  CHECK(kept);
+  errno = 0;
+  void* r = std::malloc(20 * MiB);
+  int malloc_errno = errno;
+  CHECK(r != nullptr);
+  CHECK(malloc_errno == 0);
+  std::free(r);
+  std::free(q);
+  if (realloc_errno == 0 && r != nullptr && malloc_errno == 0 && kept)
+    ::_exit(snmalloc_test::RAN_CLEAN);
+}
+
+TEST_CASE("the heap works under a tiny limit and leaves errno when it cannot grow", "[oom]")
+{
+  if (std::getenv("SNMALLOC_TEST_EMULATOR") != nullptr)
+    return; // as above
+  CHECK(snmalloc_test::reexec_ran_clean(
+    "under a tiny address-space limit (child)", limit_address_space(TINY_LIMIT)));
+  CHECK(snmalloc_test::reexec_ran_clean(
+    "a call served beside a failed reservation leaves errno (child)",
+    limit_address_space(SMALL_LIMIT)));
 }
 
 namespace
@@ -361,9 +451,6 @@ TEST_CASE("freed and shrunk large objects leave room under an address-space limi
 {
   if (std::getenv("SNMALLOC_TEST_EMULATOR") != nullptr)
     return; // as above
-  CHECK(snmalloc_test::reexec_ran_clean("freed and shrunk large objects leave room (child)", [] {
-    rlimit limit{ROOM_LIMIT, ROOM_LIMIT};
-    if (::setrlimit(RLIMIT_AS, &limit) != 0)
-      ::_exit(126);
-  }));
+  CHECK(snmalloc_test::reexec_ran_clean(
+    "freed and shrunk large objects leave room (child)", limit_address_space(ROOM_LIMIT)));
 }
