@@ -79,10 +79,11 @@ namespace snmalloc
     // (thread stacks, libraries, files) share the limit as under glibc's
     // malloc.  Reserving half of what the limit left, 384 MiB under
     // `ulimit -v 1048576`, had made malloc fail with 40% of it in use.  The
-    // arena lies below the lowest mapping by twice what the limit leaves:
-    // the kernel places mappings top down, and those of the rest of the
-    // process, which the limit bounds, stay above it; if one does land in
-    // its way, MAP_FIXED_NOREPLACE refuses and the heap is out of memory.
+    // arena lies below where the kernel puts a new mapping (a probe page) by
+    // twice what the limit leaves: the kernel places mappings top down, and
+    // those of the rest of the process, which the limit bounds, stay above
+    // it; if one does land in its way, MAP_FIXED_NOREPLACE refuses and the
+    // heap is out of memory.
     // Its range must be free now: under a limit of 13-17 TiB it had
     // reached down to the executable, and the heap stopped there.
     bool reserve_growing(size_t size, size_t left) noexcept
@@ -91,11 +92,11 @@ namespace snmalloc
       if (probe == nullptr)
         return false;
       ::munmap(probe, Pal::PAGE_SIZE);
-      uintptr_t lowest = reinterpret_cast<uintptr_t>(probe);
+      uintptr_t next_map = reinterpret_cast<uintptr_t>(probe);
       size_t align = base_align(size);
-      if (left > lowest / 4 || lowest - 2 * left < size + align)
+      if (left > next_map / 4 || next_map - 2 * left < size + align)
         return false;
-      uintptr_t base = (lowest - 2 * left - size) & ~(align - 1);
+      uintptr_t base = (next_map - 2 * left - size) & ~(align - 1);
       return nothing_mapped(base, base + size, left / 2) &&
         map_pagemap(reinterpret_cast<void*>(base), size, 0);
     }

@@ -28,6 +28,14 @@ namespace snmalloc_test
     return count;
   }
 
+  // `bytes` of inaccessible address space, as a mapping of its own;
+  // nullptr if the system (or RLIMIT_AS) refuses it.
+  inline void* map_inaccessible(size_t bytes)
+  {
+    void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+
   // Address space kept from the allocator while a test exhausts it under
   // RLIMIT_AS, where the heap takes all that the limit leaves, as glibc's
   // malloc does: given back afterwards, it is room for thread stacks that
@@ -38,21 +46,18 @@ namespace snmalloc_test
     size_t bytes_;
 
   public:
-    explicit AddressSpaceSlack(size_t bytes)
-    : base_(::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)),
-      bytes_(bytes)
-    {}
+    explicit AddressSpaceSlack(size_t bytes) : base_(map_inaccessible(bytes)), bytes_(bytes) {}
 
     bool held() const
     {
-      return base_ != MAP_FAILED;
+      return base_ != nullptr;
     }
 
     void give_back()
     {
       if (held())
         ::munmap(base_, bytes_);
-      base_ = MAP_FAILED;
+      base_ = nullptr;
     }
   };
 } // namespace snmalloc_test

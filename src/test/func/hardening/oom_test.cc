@@ -17,7 +17,6 @@
 #include <snmalloc/snmalloc_stats.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,10 +36,7 @@ namespace
         ::_exit(126);
     };
   }
-} // namespace
 
-namespace
-{
   constexpr rlim_t LIMIT = rlim_t(4) << 30;
   constexpr size_t MiB = size_t(1) << 20;
   // A class no start-up code uses, so no cached free object serves it.
@@ -230,8 +226,8 @@ namespace
 // space it has used, so that 48 threads' stacks (384 MiB of 1 GiB) can be
 // mapped first, and then takes nearly all the limit leaves, as glibc's
 // malloc does (an arena reserved whole had taken half, 384 MiB, threads or
-// none).  16 KiB blocks, slab objects, cost the checks build
-// no guard pages.
+// none).  16 KiB blocks, slab objects, cost the checks build no guard
+// pages.
 TEST_CASE("under a small address-space limit (child)", "[.oom]")
 {
   rlimit limit{};
@@ -290,17 +286,15 @@ namespace
   // reserved whole (192 MiB), where every malloc had failed.
   constexpr rlim_t TINY_LIMIT = rlim_t(128) << 20;
 
-  // Address space mapped (inaccessible) until the limit refuses a page.
+  // Address space mapped (inaccessible) until the limit refuses a page; the
+  // mappings stay.  How many there are.
+  void* address_space_taken[256];
+
   size_t take_all_address_space()
   {
-    size_t taken = 0;
-    for (size_t size = size_t(1) << 30; size >= 4096; size /= 2)
-    {
-      int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-      while (::mmap(nullptr, size, PROT_NONE, flags, -1, 0) != MAP_FAILED)
-        taken += size;
-    }
-    return taken;
+    return snmalloc_test::exhaust(address_space_taken,
+      sizeof(address_space_taken) / sizeof(address_space_taken[0]), size_t(1) << 30, 4096,
+      snmalloc_test::map_inaccessible);
   }
 } // namespace
 
